@@ -1,0 +1,30 @@
+# Two commands do everything: `make serve` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: serve build test clean
+
+serve: $(VENV)/.site-installed
+	$(BIN)/mkdocs serve
+
+build: $(VENV)/.site-installed
+	$(BIN)/mkdocs build --strict
+
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.site-installed: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@ $(VENV)/.site-installed
+
+clean:
+	rm -rf site .cache

@@ -1,0 +1,109 @@
+"""Stage 3: remember what each proof produced, so a rebuild runs only what changed.
+
+An entry lives at ``.cache/proofs/<proof>.<key>.json``. The key digests everything that can
+change a proof's output: its bytes, the Python, torch and matplotlib versions, the platform,
+the device and the engine's own code. Helper modules the proof imported from ``proofs/`` are
+recorded in the entry and checked on every lookup. Writes go to a temporary file that is then
+renamed over the entry, so an interrupted build never leaves a half-written one; older entries
+of the same proof are removed once a new one is in place.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from importlib.metadata import PackageNotFoundError, version
+
+from proof_launch import Outcome
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_launch.py")
+KEY_LENGTH = 32
+
+
+def environment() -> dict:
+    """What, besides the proof's bytes, can change what a proof prints (cheap to compute)."""
+    return {
+        "python": sys.version,
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "torch": _package_version("torch"),
+        "matplotlib": _package_version("matplotlib"),
+        "device": _device_fingerprint(),
+        "engine": _digest_files(os.path.join(HERE, name) for name in ENGINE_FILES),
+    }
+
+
+class ProofCache:
+    def __init__(self, directory: str, environment: dict):
+        self.directory = directory
+        self._environment = json.dumps(environment, sort_keys=True).encode()
+
+    def key(self, source: bytes) -> str:
+        return hashlib.sha256(self._environment + b"\0" + source).hexdigest()[:KEY_LENGTH]
+
+    def load(self, proof: str, key: str, proofs_dir: str) -> Outcome | None:
+        """The stored outcome, if there is one and the helpers it imported are unchanged."""
+        try:
+            with open(self._path(proof, key), encoding="utf-8") as handle:
+                outcome = Outcome.from_json(json.load(handle))
+        except (OSError, ValueError, TypeError):
+            return None
+        for helper, digest in outcome.deps.items():
+            if _digest_files([os.path.join(proofs_dir, helper)]) != digest:
+                return None
+        return outcome
+
+    def store(self, proof: str, key: str, outcome: Outcome) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        target = self._path(proof, key)
+        fd, partial = tempfile.mkstemp(dir=self.directory, prefix=".partial-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(outcome.to_json(), handle)
+            os.replace(partial, target)
+        except BaseException:
+            os.unlink(partial)
+            raise
+        for stale in glob.glob(glob.escape(self._path(proof, "")) + "?" * KEY_LENGTH + ".json"):
+            if stale != target:
+                os.unlink(stale)
+
+    def _path(self, proof: str, key: str) -> str:
+        return os.path.join(self.directory, f"{proof.replace('/', '__')}.{key}" + (".json" if key else ""))
+
+
+def _digest_files(paths) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        for path in paths:
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _device_fingerprint() -> str:
+    """Which accelerator a proof could see, guessed without importing torch."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if os.path.exists("/dev/nvidiactl") and visible not in ("-1", ""):
+        return f"cuda:{visible}"
+    if os.path.exists("/dev/nvidiactl"):
+        return "cuda"
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return "mps"
+    return "cpu"

@@ -1,0 +1,58 @@
+"""Stage 5: the catalogue page at ``proofs/``, listing every proof and how it fared.
+
+``catalogue_markdown`` is a pure function of the entries; the glue writes its result into the
+site with mkdocs-gen-files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proof_launch import OK, Outcome
+from proof_render import anchor
+
+PAGE = "proofs/index.md"
+
+
+@dataclass
+class Entry:
+    proof: str  # path under proofs/, e.g. "p2_dispatch_cost.py"
+    summary: str
+    citations: list[tuple[str, str]] = field(default_factory=list)  # (page title, Markdown href)
+    outcome: Outcome | None = None
+
+
+def catalogue_markdown(entries: list[Entry]) -> str:
+    ran = [e for e in entries if e.outcome]
+    failed = sum(e.outcome.status != OK for e in ran)
+    lines = [
+        "# Proofs",
+        "",
+        "Every script this site runs when it is built. Each one runs alone: download it and run "
+        "`python NAME.py` where torch and matplotlib are installed.",
+        "",
+        f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
+        f"{len(entries) - len(ran)} cited by no page.",
+        "",
+        "| Proof | What it shows | Cited by | Status | Time | From cache |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [_row(entry) for entry in sorted(entries, key=lambda e: e.proof)]
+    return "\n".join(lines) + "\n"
+
+
+def _row(entry: Entry) -> str:
+    name = entry.proof.rsplit("/", 1)[-1]
+    proof = f'<span id="{anchor(entry.proof)}"></span>[{name}]({entry.proof})'
+    cited = ", ".join(f"[{_cell(title)}]({href})" for title, href in entry.citations) or "no page"
+    outcome = entry.outcome
+    if outcome is None:
+        status, duration, cached = "not run", "", ""
+    else:
+        status = "passed" if outcome.status == OK else _cell(f"failed: {outcome.error}")
+        duration, cached = f"{outcome.duration_s:.2f} s", "yes" if outcome.cached else "no"
+    return f"| {proof} | {_cell(entry.summary)} | {cited} | {status} | {duration} | {cached} |"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,146 @@
+"""Stage 1: find the proof links in a page's Markdown.
+
+A proof link is an ordinary Markdown link to a relative ``.py`` path. Three forms:
+
+* ``[p.py](../proofs/p.py)`` alone in its paragraph: the proof's **card**;
+* ``[proof](../proofs/p.py)`` inside a sentence: a **ref**erence to the card;
+* ``[tiny](../proofs/p.py#tiny:.3f)``: a **value** the proof computed.
+
+Links inside code (fenced blocks, inline code spans) and HTML comments are left alone.
+This module only reads text and paths; it runs nothing and imports no MkDocs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+CARD, REF, VALUE = "card", "ref", "value"
+
+_LINK = re.compile(
+    r"(?<![!\\])\[(?P<text>[^\]\n]*)\]"
+    r"\((?P<target><[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"
+)
+_FENCE = re.compile(r"^[ \t>]*(?P<fence>`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks)(?!`)", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_CONTAINER_OPENER = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class ProofLink:
+    """One proof link as written in a page."""
+
+    kind: str  # CARD, REF or VALUE
+    text: str  # the link text as written
+    target: str  # the link target as written, e.g. "../proofs/p.py#tiny:.3f"
+    path: str  # absolute, normalised path of the script the link points to
+    variable: str | None  # VALUE only: the module-level name
+    spec: str  # VALUE only: the format spec after ':' ("" when none)
+    line: int  # 1-based line of the link in the page
+    start: int  # offsets of the whole link in the Markdown
+    end: int
+
+    @property
+    def written(self) -> str:
+        return f"[{self.text}]({self.target})"
+
+
+class LinkError(Exception):
+    """A proof link that cannot be honoured; the message says what to fix."""
+
+
+def find_links(markdown: str, page_dir: str) -> list[ProofLink]:
+    """Every proof link in ``markdown``; relative targets resolve against ``page_dir``."""
+    masked = _mask_code(markdown)
+    links = []
+    for match in _LINK.finditer(masked):
+        target = match["target"].strip("<>")
+        path_part, _, fragment = target.partition("#")
+        if not _is_local_script(path_part):
+            continue
+        variable, spec = _parse_fragment(fragment)
+        kind = VALUE if variable else (CARD if _alone_in_paragraph(masked, match) else REF)
+        links.append(
+            ProofLink(
+                kind=kind,
+                text=markdown[match.start("text") : match.end("text")],
+                target=markdown[match.start("target") : match.end("target")],
+                path=os.path.normpath(os.path.join(page_dir, path_part)),
+                variable=variable,
+                spec=spec,
+                line=markdown.count("\n", 0, match.start()) + 1,
+                start=match.start(),
+                end=match.end(),
+            )
+        )
+    return links
+
+
+def proof_name(link: ProofLink, proofs_dir: str) -> str:
+    """The link's script relative to ``proofs_dir`` (POSIX form), or a LinkError."""
+    relative = os.path.relpath(link.path, proofs_dir)
+    if relative == os.curdir or relative.split(os.sep)[0] == os.pardir:
+        raise LinkError(
+            f"link {link.written} points outside proofs/; only scripts under proofs/ "
+            "are run or published: move the script into proofs/ and link it there"
+        )
+    if not os.path.isfile(link.path):
+        shown = "proofs/" + relative.replace(os.sep, "/")
+        raise LinkError(f"link {link.written} names {shown}, which does not exist: add it or fix the link")
+    return relative.replace(os.sep, "/")
+
+
+def _is_local_script(path: str) -> bool:
+    return path.endswith(".py") and "://" not in path and not path.startswith(("/", "mailto:"))
+
+
+def _parse_fragment(fragment: str) -> tuple[str | None, str]:
+    if not fragment:
+        return None, ""
+    name, _, spec = fragment.partition(":")
+    return name, spec
+
+
+def check_variable_name(link: ProofLink) -> None:
+    """A VALUE link's fragment must be a Python identifier."""
+    if link.variable is not None and not _IDENTIFIER.match(link.variable):
+        raise LinkError(
+            f"link {link.written}: '#{link.variable}' is not a variable name; "
+            "write '#name' or '#name:format', e.g. '#tiny_us:.2f'"
+        )
+
+
+def _alone_in_paragraph(text: str, match: re.Match) -> bool:
+    """True when the link is the only thing in its paragraph."""
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    line_end = text.find("\n", match.end())
+    line_end = len(text) if line_end == -1 else line_end
+    if text[line_start : match.start()].strip(" \t>") or text[match.end() : line_end].strip():
+        return False
+    before = text[: max(line_start - 1, 0)].rsplit("\n", 1)[-1] if line_start else ""
+    after = text[line_end + 1 :].split("\n", 1)[0] if line_end < len(text) else ""
+    before_ok = not before.strip(" \t>") or bool(_CONTAINER_OPENER.match(before))
+    return before_ok and not after.strip(" \t>")
+
+
+def _mask_code(markdown: str) -> str:
+    """The Markdown with code and comments blanked out, offsets and newlines kept."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    lines = markdown.split("\n")
+    fence = None
+    for i, line in enumerate(lines):
+        opener = _FENCE.match(line)
+        if fence is None and opener:
+            fence = opener["fence"]
+            lines[i] = " " * len(line)
+        elif fence is not None:
+            closes = opener and opener["fence"][0] == fence[0] and len(opener["fence"]) >= len(fence)
+            if closes and not line[opener.end() :].strip():
+                fence = None
+            lines[i] = " " * len(line)
+    text = "\n".join(lines)
+    text = _COMMENT.sub(blank, text)
+    return _CODE_SPAN.sub(blank, text)

@@ -1,0 +1,153 @@
+"""Stage 4: turn outcomes into what the reader sees.
+
+Pure string builders: the proof card (its markup lives in ``proof_card.html``), a value as a
+Markdown link, the inline SVG of a figure. Everything a proof printed is escaped as text; only
+the SVG that matplotlib drew is inserted as markup, after its colours are tied to the page's.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import html
+import os
+import re
+
+import jinja2
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from proof_launch import OK, Outcome, markers
+from proof_links import LinkError, ProofLink
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(HERE),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=jinja2.StrictUndefined,
+)
+_SVG_NOISE = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata>.*?</metadata>", re.DOTALL)
+_SVG_ID = re.compile(r'\bid="([^"]+)"')
+_SVG_OPEN = re.compile(r"<svg\b")
+
+
+def anchor(proof: str) -> str:
+    """The HTML id of a proof's card, e.g. ``proof-p2_dispatch_cost``."""
+    return "proof-" + re.sub(r"[^A-Za-z0-9_-]+", "-", proof.removesuffix(".py"))
+
+
+def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix: str, card_id: str) -> str:
+    """The proof card's HTML."""
+    name = proof.rsplit("/", 1)[-1]
+    return _TEMPLATES.get_template("proof_card.html").render(
+        id=card_id,
+        name=name,
+        summary=summary(source),
+        source_html=highlight(source, PythonLexer(), HtmlFormatter(wrapcode=True)),
+        source_lines=source.count("\n") + (not source.endswith("\n")),
+        download=download,
+        install=install_line(outcome, name),
+        outcome=outcome,
+        ok=outcome.status == OK,
+        expected=markers(source).get("raises"),
+        figures=[
+            {"svg": inline_svg(f["svg"], f"{figure_prefix}-{i}", f["alt"]), "alt": f["alt"]}
+            for i, f in enumerate(outcome.figures, 1)
+        ],
+        stamp=stamp_line(outcome),
+    )
+
+
+def summary(source: str) -> str:
+    """The first line of the proof's docstring ('' when it has none or cannot be parsed)."""
+    try:
+        doc = ast.get_docstring(ast.parse(source)) or ""
+    except SyntaxError:
+        return ""
+    return doc.strip().split("\n", 1)[0]
+
+
+def install_line(outcome: Outcome, name: str) -> str:
+    """The one line that runs the proof elsewhere, with the package versions that ran here."""
+    uses = outcome.stamp.get("uses") or {}
+    if "matplotlib" in uses:
+        uses.pop("numpy", None)  # comes with matplotlib
+    pins = " ".join(f"{package}=={version.split('+')[0]}" for package, version in uses.items() if version)
+    return f"pip install {pins} && python {name}" if pins else f"python {name}"
+
+
+def stamp_line(outcome: Outcome) -> str:
+    """Where and when the proof ran, in one line."""
+    stamp = outcome.stamp
+    if not stamp:
+        return f"ran for {outcome.duration_s:.1f} s" + (", from cache" if outcome.cached else "")
+    machine = stamp.get("machine", "unknown machine")
+    if stamp.get("cores"):
+        machine += f", {stamp['cores']} cores"
+    parts = [machine, stamp.get("os"), f"Python {stamp.get('python')}"]
+    parts += [f"{package} {stamp[package]}" for package in ("torch", "matplotlib") if stamp.get(package)]
+    parts += [f"device: {stamp.get('device', 'cpu')}", stamp.get("date"), f"{outcome.duration_s:.2f} s"]
+    if outcome.cached:
+        parts.append("from cache")
+    return " · ".join(part for part in parts if part)
+
+
+def inline_svg(svg: str, prefix: str, alt: str) -> str:
+    """Matplotlib's SVG made fit to sit inside a page: ids made unique, colours tied to the page."""
+    svg = _SVG_NOISE.sub("", svg).strip()
+    for old in dict.fromkeys(_SVG_ID.findall(svg)):
+        if f"#{old})" in svg or f'href="#{old}"' in svg:
+            new = f"{prefix}-{old}"
+            svg = svg.replace(f'id="{old}"', f'id="{new}"').replace(f"#{old})", f"#{new})")
+            svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
+        else:  # nothing points at it: drop it rather than repeat it across figures
+            svg = svg.replace(f' id="{old}"', "")
+    svg = svg.replace("#000000", "currentColor").replace("#ffffff", "var(--md-default-bg-color, #ffffff)")
+    label = html.escape(alt or "figure", quote=True)
+    return _SVG_OPEN.sub(f'<svg role="img" aria-label="{label}" class="proof-figure__svg"', svg, count=1)
+
+
+def figure_prefix(page: str, proof: str, occurrence: int) -> str:
+    """A short id prefix that no other figure on the page shares."""
+    digest = hashlib.sha1(f"{page}\0{proof}\0{occurrence}".encode()).hexdigest()[:8]
+    return f"pf{digest}"
+
+
+def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
+    """The value a VALUE link names, formatted; a LinkError says what is wrong with the link."""
+    if link.variable not in outcome.values:
+        defined = ", ".join(sorted(outcome.values)) or "none"
+        raise LinkError(
+            f"link {link.written} names '{link.variable}', which {proof} does not define "
+            f"at module level (it defines: {defined})"
+        )
+    value = outcome.values[link.variable]
+    if isinstance(value, dict) and "unsupported" in value:
+        raise LinkError(
+            f"link {link.written} names '{link.variable}', a {value['unsupported']} that a page "
+            "cannot show; bind a number or a string instead"
+        )
+    if isinstance(value, dict) and "float" in value:
+        value = float(value["float"])
+    try:
+        return format(value, link.spec)
+    except (ValueError, TypeError) as exc:
+        raise LinkError(f"link {link.written} cannot format {link.variable} = {value!r} with '{link.spec}': {exc}")
+
+
+def markdown_link(text: str, href: str, title: str) -> str:
+    """A Markdown link whose text is shown literally, whatever characters it holds."""
+    return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
+
+
+def broken_link(text: str, message: str) -> str:
+    """What stands in the page where a proof link could not be honoured."""
+    return f'<span class="proof-broken" title="{_literal(message)}">&#9888; {_literal(text)}</span>'
+
+
+def _literal(text: str) -> str:
+    """Text as HTML character references, so neither Markdown nor a template engine reads it."""
+    return "".join(c if c.isalnum() or c == " " else f"&#{ord(c)};" for c in text.replace("\n", " "))

@@ -1,0 +1,258 @@
+"""MkDocs hook: proofs, the scripts behind every measured number. Glue only.
+
+Add ``hooks/proofs.py`` to ``hooks:`` in mkdocs.yml and put scripts in ``proofs/`` beside it.
+The pipeline, one module per stage:
+
+    proof_links     find proof links in each page's Markdown
+    proof_runs      get each proof's outcome once per build: from the cache or by running it
+    proof_launch      run one proof in its own process (proof_sandbox, proof_figures run inside it)
+    proof_cache       remember outcomes under .cache/proofs/
+    proof_render    cards (proof_card.html, proof_card.css), values, figures
+    proof_catalogue the generated page at proofs/
+
+This file routes MkDocs events to those stages and turns their findings into log messages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import tempfile
+from typing import TYPE_CHECKING
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority, get_plugin_logger
+from mkdocs.structure.files import File
+from mkdocs.utils import get_relative_url
+from mkdocs_gen_files.editor import FilesEditor
+
+import proof_cache
+import proof_catalogue
+import proof_links
+import proof_render
+import proof_runs
+
+if TYPE_CHECKING:
+    from livereload import Server
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
+
+log = get_plugin_logger("proofs")
+HERE = os.path.dirname(os.path.abspath(__file__))
+CSS = "assets/proofs/proof_card.css"
+_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+class _Build:
+    """What one build knows about proofs. Created in on_config, so every rebuild starts clean."""
+
+    def __init__(self, config: MkDocsConfig):
+        self.root = os.path.dirname(os.path.abspath(config.config_file_path))
+        self.docs_dir = config.docs_dir
+        self.proofs_dir = os.path.join(self.root, "proofs")
+        try:
+            settings = proof_runs.Settings.from_environment()
+        except ValueError as exc:
+            raise PluginError(str(exc)) from None
+        cache = proof_cache.ProofCache(os.path.join(self.root, ".cache", "proofs"), proof_cache.environment())
+        self.runs = proof_runs.Runs(self.proofs_dir, cache, settings)
+        self.token = "PROOFCARD" + secrets.token_hex(6)
+        self.pages: dict[str, tuple[File, str, list]] = {}  # src_uri -> (file, title, links)
+        self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
+        self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
+        self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
+
+    def page_dir(self, file: File) -> str:
+        return os.path.dirname(os.path.join(self.docs_dir, *file.src_uri.split("/")))
+
+    def shown(self, file: File) -> str:
+        return os.path.relpath(os.path.join(self.docs_dir, file.src_uri), self.root).replace(os.sep, "/")
+
+    def resolved(self, file: File, links: list) -> list[tuple]:
+        """(link, proof or None, LinkError or None) for each link."""
+        result = []
+        for link in links:
+            try:
+                proof_links.check_variable_name(link)
+                result.append((link, proof_links.proof_name(link, self.proofs_dir), None))
+            except proof_links.LinkError as error:
+                result.append((link, None, error))
+        return result
+
+
+_build: _Build | None = None
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    global _build
+    _build = _Build(config)
+    if CSS not in config.extra_css:
+        config.extra_css.append(CSS)
+    return config
+
+
+def on_files(files: Files, *, config: MkDocsConfig) -> Files:
+    _publish(files, config)
+    _scan_pages(files)
+    cited = list(dict.fromkeys(proof for _, _, links in _build.pages.values() for _, proof, _ in links if proof))
+    _build.runs.prepare(cited, log.info)
+    return _write_catalogue(files, config)
+
+
+def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
+        return markdown
+    resolved = _build.resolved(page.file, proof_links.find_links(markdown, _build.page_dir(page.file)))
+    here = {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD}
+    slots, warned, pieces, last = {}, set(), [], 0
+    for link, proof, error in resolved:
+        pieces.append(markdown[last : link.start])
+        last = link.end
+        if error:
+            pieces.append(_report_link_error(page, link, error))
+            continue
+        outcome = _build.runs.outcome(proof)
+        if outcome.status != proof_runs.OK and proof not in warned:
+            warned.add(proof)
+            log.warning(f"{_build.shown(page.file)}:{link.line}: proofs/{proof} {outcome.error}")
+        pieces.append(_replacement(page, link, proof, outcome, here, slots))
+    pieces.append(markdown[last:])
+    _build.cards[page.file.src_uri] = slots
+    return "".join(pieces)
+
+
+def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    for token, (_, card) in _build.cards.get(page.file.src_uri, {}).items():
+        html = html.replace(f"<p>{token}</p>", card).replace(token, card)
+    if page.present_anchor_ids is not None:  # so MkDocs' anchor check sees the cards
+        page.present_anchor_ids.update(re.findall(r'<div class="proof-card[^"]*" id="([^"]+)"', html))
+    return html
+
+
+def on_page_context(context, *, page: Page, config: MkDocsConfig, nav):
+    if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
+        page.edit_url = None
+    return context
+
+
+def on_serve(server: Server, *, config: MkDocsConfig, builder) -> Server:
+    if os.path.isdir(_build.proofs_dir):
+        server.watch(_build.proofs_dir)
+    return server
+
+
+@event_priority(-100)
+def on_post_build(*, config: MkDocsConfig) -> None:
+    log.info(_build.runs.summary())
+    _build.scratch.cleanup()
+
+
+def on_build_error(*, error: Exception) -> None:
+    if _build is not None:
+        _build.scratch.cleanup()
+
+
+def _publish(files: Files, config: MkDocsConfig) -> None:
+    """Every file under proofs/ goes into the site at proofs/<path>, with the card's CSS."""
+    wanted = [(CSS, os.path.join(HERE, "proof_card.css"))]
+    for folder, subfolders, names in os.walk(_build.proofs_dir):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__pycache__")))
+        for name in sorted(names):
+            if not name.startswith("."):
+                path = os.path.join(folder, name)
+                uri = "proofs/" + os.path.relpath(path, _build.proofs_dir).replace(os.sep, "/")
+                wanted.append((uri, path))
+    for uri, path in wanted:
+        existing = files.get_file_from_path(uri)
+        if existing is not None:
+            files.remove(existing)
+        files.append(File.generated(config, uri, abs_src_path=path))
+
+
+def _scan_pages(files: Files) -> None:
+    """Find every proof link before any page renders, so proofs run once, with progress."""
+    for file in files.documentation_pages():
+        markdown = file.content_string
+        links = proof_links.find_links(markdown, _build.page_dir(file))
+        if not links:
+            continue
+        title = _TITLE.search(markdown)
+        resolved = _build.resolved(file, links)
+        _build.pages[file.src_uri] = (file, title[1] if title else file.src_uri, resolved)
+        for link, proof, _ in resolved:
+            if proof and link.kind == proof_links.CARD:
+                _build.card_home.setdefault(proof, file.src_uri)
+
+
+def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
+    if files.get_file_from_path(proof_catalogue.PAGE) is not None:
+        return files
+    entries = {}
+    for proof in _all_proofs():
+        entries[proof] = proof_catalogue.Entry(proof, proof_render.summary(_build.runs.source(proof)))
+    for uri, (_, title, links) in _build.pages.items():
+        for proof in dict.fromkeys(p for _, p, _ in links if p in entries):
+            href = _md_href(uri, proof_catalogue.PAGE) + "#" + proof_render.anchor(proof)
+            entries[proof].citations.append((title, href))
+    for proof, entry in entries.items():
+        entry.outcome = _build.runs.outcomes.get(proof)
+    with FilesEditor(files, config, _build.scratch.name) as editor:
+        with editor.open(proof_catalogue.PAGE, "w") as handle:
+            handle.write(proof_catalogue.catalogue_markdown(list(entries.values())))
+    return editor.files
+
+
+def _all_proofs() -> list[str]:
+    found = []
+    for folder, subfolders, names in os.walk(_build.proofs_dir):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__pycache__")))
+        for name in sorted(names):
+            if name.endswith(".py") and not name.startswith(("_", ".")):
+                found.append(os.path.relpath(os.path.join(folder, name), _build.proofs_dir).replace(os.sep, "/"))
+    return found
+
+
+def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) -> str:
+    """The Markdown that stands where ``link`` was."""
+    card_id = proof_render.anchor(proof)
+    if link.kind == proof_links.CARD:
+        token = f"{_build.token}{len(slots):04d}"
+        occurrence = sum(shown == proof for shown, _ in slots.values())
+        slots[token] = (proof, proof_render.card(
+            proof,
+            _build.runs.source(proof),
+            outcome,
+            download=get_relative_url(f"proofs/{proof}", page.url),
+            figure_prefix=proof_render.figure_prefix(page.file.src_uri, proof, occurrence),
+            card_id=card_id + (f"-{occurrence + 1}" if occurrence else ""),
+        ))
+        return token
+    href = _card_href(page.file.src_uri, proof, here)
+    if link.kind == proof_links.REF:
+        return f'[{link.text}]({href} "proofs/{proof}")'
+    if outcome.status != proof_runs.OK:
+        return proof_render.markdown_link("?", href, f"{link.variable}: proofs/{proof} failed")
+    try:
+        text = proof_render.value_text(link, f"proofs/{proof}", outcome)
+    except proof_links.LinkError as error:
+        return _report_link_error(page, link, error)
+    return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}")
+
+
+def _card_href(src_uri: str, proof: str, here: set) -> str:
+    fragment = "#" + proof_render.anchor(proof)
+    if proof in here:
+        return fragment
+    return _md_href(_build.card_home.get(proof, proof_catalogue.PAGE), src_uri) + fragment
+
+
+def _md_href(target_uri: str, from_uri: str) -> str:
+    """A Markdown link from one page source to another, which MkDocs turns into a URL."""
+    return os.path.relpath(target_uri, os.path.dirname(from_uri) or ".").replace(os.sep, "/")
+
+
+def _report_link_error(page: Page, link, error: Exception) -> str:
+    log.error(f"{_build.shown(page.file)}:{link.line}: {error}")
+    return proof_render.broken_link(link.text or link.target, str(error))

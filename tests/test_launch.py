@@ -1,0 +1,206 @@
+"""Stage 2: running one proof in its own process (no MkDocs involved)."""
+
+import os
+import textwrap
+import time
+
+from proof_launch import FAILED, MAX_OUTPUT_BYTES, OK, clean_output, markers, run_proof
+
+
+def run(tmp_path, source, timeout=30, name="p.py"):
+    proofs = tmp_path / "proofs"
+    proofs.mkdir(exist_ok=True)
+    path = proofs / name
+    path.write_text(textwrap.dedent(source))
+    return run_proof(str(path), str(proofs), timeout)
+
+
+def test_runs_like_python_by_hand(tmp_path):
+    outcome = run(
+        tmp_path,
+        """
+        import os, sys
+        here = os.getcwd()
+        file_, argv, path0, name = __file__, sys.argv, sys.path[0], __name__
+        print("ran")
+        """,
+    )
+    assert outcome.status == OK, outcome.output
+    proofs = str(tmp_path / "proofs")
+    assert outcome.values["file_"] == os.path.join(proofs, "p.py")
+    assert outcome.values["path0"] == proofs
+    assert outcome.values["name"] == "__main__"
+    assert not outcome.values["here"].startswith(str(tmp_path))  # a fresh folder, not the project
+    assert outcome.output == "ran\n"
+
+
+def test_helper_import(tmp_path):
+    (tmp_path / "proofs").mkdir()
+    (tmp_path / "proofs" / "helper.py").write_text("VALUE = 7\n")
+    outcome = run(tmp_path, "import helper\nhelper_value = helper.VALUE\n")
+    assert outcome.values == {"helper_value": 7}
+    assert list(outcome.deps) == ["helper.py"]
+
+
+def test_argv_is_the_script_alone(tmp_path):
+    outcome = run(tmp_path, "import sys\nargv = ' '.join(sys.argv)\n")
+    assert outcome.values["argv"] == str(tmp_path / "proofs" / "p.py")
+
+
+def test_each_run_gets_a_fresh_working_directory(tmp_path):
+    source = "import os\nleft = len(os.listdir())\nopen('made.txt', 'w').write('x')\n"
+    assert run(tmp_path, source).values["left"] == 0
+    assert run(tmp_path, source).values["left"] == 0
+
+
+def test_stdout_and_stderr_interleave_in_order(tmp_path):
+    outcome = run(tmp_path, "import sys\nprint('one')\nprint('two', file=sys.stderr)\nprint('three')\n")
+    assert outcome.output == "one\ntwo\nthree\n"
+
+
+def test_values_keep_plain_types_and_name_others(tmp_path):
+    outcome = run(
+        tmp_path,
+        """
+        import math
+        n, x, s, b, nothing, inf = 3, 0.5, "text", True, None, math.inf
+        items = [1, 2]
+        _private = 1
+        def f(): pass
+        """,
+    )
+    assert outcome.values == {
+        "n": 3, "x": 0.5, "s": "text", "b": True, "nothing": None,
+        "inf": {"float": "inf"}, "items": {"unsupported": "list"},
+    }
+
+
+def test_exception_is_trimmed_to_the_proofs_frames(tmp_path):
+    outcome = run(tmp_path, "print('before')\n\ndef f():\n    return 1 / 0\n\nf()\n")
+    assert outcome.status == FAILED
+    assert outcome.error == "raised ZeroDivisionError: division by zero at line 4"
+    assert outcome.error_line == 4
+    assert outcome.output.startswith("before\nTraceback (most recent call last):\n  File \"p.py\", line 6")
+    assert "proof_sandbox" not in outcome.output
+    assert str(tmp_path) not in outcome.output
+
+
+def test_syntax_error(tmp_path):
+    outcome = run(tmp_path, "x = (\n")
+    assert outcome.error == "raised SyntaxError: '(' was never closed at line 1"
+
+
+def test_exit_status(tmp_path):
+    outcome = run(tmp_path, "import sys\nprint('partial')\nsys.exit(3)\n")
+    assert (outcome.status, outcome.error, outcome.output) == (FAILED, "exited with status 3", "partial\n")
+
+
+def test_exit_with_message(tmp_path):
+    outcome = run(tmp_path, "raise SystemExit('no GPU here')\n")
+    assert (outcome.error, outcome.output) == ("exited with status 1", "no GPU here\n")
+
+
+def test_exit_zero_is_success(tmp_path):
+    assert run(tmp_path, "import sys\nsys.exit(0)\n").status == OK
+
+
+def test_killed_by_signal(tmp_path):
+    outcome = run(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert (outcome.status, outcome.error, outcome.cacheable) == (FAILED, "was killed by signal SIGKILL", False)
+
+
+def test_timeout_kills_the_whole_process_tree(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    outcome = run(
+        tmp_path,
+        f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        print("waiting", flush=True)
+        time.sleep(60)
+        """,
+        timeout=2,
+    )
+    assert time.monotonic() - started < 10
+    assert outcome.status == FAILED and not outcome.cacheable
+    assert outcome.error == "did not finish within 2 s and was stopped with its child processes"
+    assert outcome.output == "waiting\n"
+    assert not _alive(int(pid_file.read_text()))
+
+
+def test_a_child_left_running_does_not_hang_the_build(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    outcome = run(
+        tmp_path,
+        f"""
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; print('child', flush=True); time.sleep(60)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        print("parent done")
+        """,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 10
+    assert outcome.status == OK
+    assert not _alive(int(pid_file.read_text()))
+
+
+def _alive(pid: int) -> bool:
+    time.sleep(0.2)
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_output_is_capped_with_a_visible_note(tmp_path):
+    outcome = run(tmp_path, f"import sys\nsys.stdout.write('x' * {MAX_OUTPUT_BYTES + 1000})\n")
+    assert outcome.output == "x" * MAX_OUTPUT_BYTES + "\n[output cut: 1,000 more bytes not shown]\n"
+
+
+def test_invalid_utf8_and_ansi_codes(tmp_path):
+    outcome = run(tmp_path, "import sys\nsys.stdout.buffer.write(b'\\x1b[1;31mred\\x1b[0m \\xff end\\n')\n")
+    assert outcome.output == "red \ufffd end\n"
+
+
+def test_clean_output_removes_ansi_of_every_kind():
+    raw = b"\x1b[38;5;196mcolour\x1b[0m \x1b]0;title\x07done\r\n"
+    assert clean_output(raw) == "colour done\n"
+
+
+def test_expected_failure_marker(tmp_path):
+    source = "# proof: raises RuntimeError\nsaved = 3\nraise RuntimeError('second backward')\n"
+    outcome = run(tmp_path, source)
+    assert (outcome.status, outcome.error, outcome.values) == (OK, None, {"saved": 3})
+    assert outcome.output.endswith("RuntimeError: second backward\n")
+
+
+def test_expected_failure_that_does_not_fail(tmp_path):
+    outcome = run(tmp_path, "# proof: raises RuntimeError\nx = 1\n")
+    assert (outcome.status, outcome.error) == (FAILED, "is marked '# proof: raises RuntimeError' but did not raise")
+
+
+def test_expected_failure_with_another_exception(tmp_path):
+    outcome = run(tmp_path, "# proof: raises RuntimeError\n\nraise ValueError('bad')\n")
+    assert outcome.error == (
+        "is marked '# proof: raises RuntimeError' but raised ValueError: bad at line 3"
+    )
+
+
+def test_markers():
+    assert markers("# proof: raises RuntimeError\nx = 1\n#proof:cold-start\n") == {
+        "raises": "RuntimeError",
+        "cold-start": "",
+    }
+    assert markers("x = 1  # proof: raises X\n") == {}
+
+
+def test_stamp(tmp_path):
+    stamp = run(tmp_path, "x = 1\n").stamp
+    assert set(stamp) == {"machine", "cores", "os", "python", "torch", "matplotlib", "device", "date",
+                          "duration_s", "uses"}
+    assert stamp["uses"] == {} and stamp["device"] == "cpu"

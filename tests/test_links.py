@@ -1,0 +1,118 @@
+"""Stage 1: finding proof links in Markdown."""
+
+import os
+
+import pytest
+
+from proof_links import CARD, REF, VALUE, LinkError, check_variable_name, find_links, proof_name
+
+
+def kinds(markdown, page_dir="/site/docs"):
+    return [(link.kind, link.text, link.variable, link.spec) for link in find_links(markdown, page_dir)]
+
+
+def test_three_forms():
+    markdown = (
+        "One add costs [tiny](../proofs/p.py#tiny:.3f) µs ([proof](../proofs/p.py)).\n"
+        "\n"
+        "[p.py](../proofs/p.py)\n"
+    )
+    assert kinds(markdown) == [
+        (VALUE, "tiny", "tiny", ".3f"),
+        (REF, "proof", None, ""),
+        (CARD, "p.py", None, ""),
+    ]
+
+
+def test_value_without_format_spec():
+    assert kinds("[n](../proofs/p.py#n)") == [(VALUE, "n", "n", "")]
+
+
+def test_paths_resolve_against_the_page_folder():
+    (link,) = find_links("[x](../../proofs/sub/q.py)", "/site/docs/part/deep")
+    assert link.path == os.path.normpath("/site/docs/proofs/sub/q.py")
+
+
+def test_line_numbers_are_one_based():
+    links = find_links("intro\n\n[p.py](../proofs/p.py)\n\nand [v](../proofs/p.py#v)", "/d")
+    assert [link.line for link in links] == [3, 5]
+
+
+def test_card_needs_the_whole_paragraph():
+    assert kinds("Text before\n[p.py](../proofs/p.py)\n") == [(REF, "p.py", None, "")]
+    assert kinds("[p.py](../proofs/p.py)\ntext after\n") == [(REF, "p.py", None, "")]
+    assert kinds("- [p.py](../proofs/p.py)\n") == [(REF, "p.py", None, "")]
+    assert kinds("[p.py](../proofs/p.py) and more\n") == [(REF, "p.py", None, "")]
+
+
+def test_card_inside_an_admonition_or_quote():
+    assert kinds('!!! note "Proof"\n    [p.py](../proofs/p.py)\n') == [(CARD, "p.py", None, "")]
+    assert kinds("> [p.py](../proofs/p.py)\n") == [(CARD, "p.py", None, "")]
+
+
+def test_code_comments_images_and_other_links_are_ignored():
+    markdown = (
+        "```python\n[a](../proofs/a.py)\n```\n"
+        "~~~~\n[b](../proofs/b.py)\n~~~~\n"
+        "Inline `[c](../proofs/c.py)` and ``[d](../proofs/d.py)``.\n"
+        "<!-- [e](../proofs/e.py) -->\n"
+        "![f](../proofs/f.py) [g](https://example.org/g.py) [h](other.md) [i](/abs/i.py)\n"
+        "\\[j](../proofs/j.py)\n"
+    )
+    assert kinds(markdown) == []
+
+
+def test_fence_closes_only_with_its_own_kind():
+    markdown = "````\n```\n[a](../proofs/a.py)\n```\n````\n[b](../proofs/b.py)\n"
+    assert [link.text for link in find_links(markdown, "/d")] == ["b"]
+
+
+def test_offsets_cover_the_whole_link():
+    markdown = 'See [v](../proofs/p.py#v "title") now'
+    (link,) = find_links(markdown, "/d")
+    assert markdown[link.start : link.end] == '[v](../proofs/p.py#v "title")'
+
+
+def test_proof_name_inside_proofs(tmp_path):
+    proofs = tmp_path / "proofs"
+    (proofs / "sub").mkdir(parents=True)
+    (proofs / "sub" / "q.py").write_text("")
+    (link,) = find_links("[q](../proofs/sub/q.py)", str(tmp_path / "docs"))
+    assert proof_name(link, str(proofs)) == "sub/q.py"
+
+
+def test_link_outside_proofs_is_refused(tmp_path):
+    (tmp_path / "secret.py").write_text("")
+    (link,) = find_links("[s](../secret.py)", str(tmp_path / "docs"))
+    with pytest.raises(LinkError) as error:
+        proof_name(link, str(tmp_path / "proofs"))
+    assert str(error.value) == (
+        "link [s](../secret.py) points outside proofs/; only scripts under proofs/ are run or "
+        "published: move the script into proofs/ and link it there"
+    )
+
+
+def test_escape_through_proofs_folder_is_refused(tmp_path):
+    (link,) = find_links("[s](../proofs/../hooks/proofs.py)", str(tmp_path / "docs"))
+    with pytest.raises(LinkError, match="points outside proofs/"):
+        proof_name(link, str(tmp_path / "proofs"))
+
+
+def test_missing_proof(tmp_path):
+    (tmp_path / "proofs").mkdir()
+    (link,) = find_links("[n](../proofs/nope.py)", str(tmp_path / "docs"))
+    with pytest.raises(LinkError) as error:
+        proof_name(link, str(tmp_path / "proofs"))
+    assert str(error.value) == (
+        "link [n](../proofs/nope.py) names proofs/nope.py, which does not exist: add it or fix the link"
+    )
+
+
+def test_variable_must_be_an_identifier():
+    (link,) = find_links("[v](../proofs/p.py#9lives)", "/d")
+    with pytest.raises(LinkError) as error:
+        check_variable_name(link)
+    assert str(error.value) == (
+        "link [v](../proofs/p.py#9lives): '#9lives' is not a variable name; "
+        "write '#name' or '#name:format', e.g. '#tiny_us:.2f'"
+    )
