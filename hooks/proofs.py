@@ -193,8 +193,11 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
     for proof in _all_proofs():
         entries[proof] = proof_catalogue.Entry(proof, proof_render.summary(_build.runs.source(proof)))
     for uri, (_, title, links) in _build.pages.items():
+        cards = {p for link, p, _ in links if link.kind == proof_links.CARD}
         for proof in dict.fromkeys(p for _, p, _ in links if p in entries):
-            href = _md_href(uri, proof_catalogue.PAGE) + "#" + proof_render.anchor(proof)
+            href = _md_href(uri, proof_catalogue.PAGE)
+            if proof in cards:
+                href += "#" + proof_render.anchor(proof)
             entries[proof].citations.append((title, href))
     for proof, entry in entries.items():
         entry.outcome = _build.runs.outcomes.get(proof)

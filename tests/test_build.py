@@ -1,0 +1,175 @@
+"""End to end: tiny sites built with `mkdocs build`, the three link forms, figures, the catalogue."""
+
+import re
+
+from conftest import log_lines
+
+RANDOM_PROOF = '''\
+"""Prints a random number and keeps it."""
+import random
+lucky = random.random()
+count = 1234567
+device = "cpu"
+print(f"lucky={lucky!r}")
+'''
+
+
+def card_count(html: str) -> int:
+    return len(re.findall(r'<div class="proof-card[ "]', html))
+
+
+def test_card_ref_and_value_from_one_run(site):
+    site.proof("lucky.py", RANDOM_PROOF)
+    site.page(
+        "index.md",
+        """\
+        # Home
+
+        Lucky is [lucky](../proofs/lucky.py#lucky) and [count](../proofs/lucky.py#count:,) items
+        on [d](../proofs/lucky.py#device) ([proof](../proofs/lucky.py)).
+
+        [lucky.py](../proofs/lucky.py)
+        """,
+    )
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    html = site.html()
+    printed = re.search(r"lucky=([0-9.e-]+)", html)[1]
+    shown = re.search(r'<a href="#proof-lucky" title="lucky, measured by proofs/lucky.py">([^<]+)</a>', html)[1]
+    assert shown.replace("&#46;", ".").replace("&#45;", "-") == printed
+    assert '<a href="#proof-lucky" title="count, measured by proofs/lucky.py">1&#44;234&#44;567</a>' in html
+    assert '<a href="#proof-lucky" title="proofs/lucky.py">proof</a>' in html
+    assert card_count(html) == 1
+    assert '<div class="proof-card" id="proof-lucky">' in html
+    assert "Prints a random number and keeps it." in html
+    assert '<a class="proof-card__download" href="proofs/lucky.py" download="lucky.py">' in html
+    assert "proofs: 1/1 lucky.py" in result.stderr
+    assert "proofs: 1 ran, 0 from cache, 0 failed" in result.stderr
+
+
+def test_links_lead_to_the_card_on_another_page_or_to_the_catalogue(site):
+    site.proof("a.py", '"""A."""\nx = 1\n')
+    site.proof("b.py", '"""B."""\ny = 2\n')
+    site.page("index.md", "# Home\n\nSee [x](../proofs/a.py#x) and [y](../proofs/b.py#y).\n")
+    site.page("deep/part.md", "# Part\n\n[a.py](../../proofs/a.py)\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    html = site.html()
+    assert '<a href="deep/part/#proof-a" title="x, measured by proofs/a.py">1</a>' in html
+    assert '<a href="proofs/#proof-b" title="y, measured by proofs/b.py">2</a>' in html
+    part = site.html("deep/part/index.html")
+    assert '<a class="proof-card__download" href="../../proofs/a.py" download="a.py">' in part
+
+
+def test_the_same_card_twice_gets_two_ids(site):
+    site.proof("a.py", "x = 1\n")
+    site.page("index.md", "# Home\n\n[a.py](../proofs/a.py)\n\nText.\n\n[a.py](../proofs/a.py)\n")
+    assert site.build("--strict").returncode == 0
+    html = site.html()
+    assert 'id="proof-a"' in html and 'id="proof-a-2"' in html
+
+
+def test_links_in_code_are_left_alone(site):
+    site.proof("a.py", "x = 1\n")
+    site.page("index.md", "# Home\n\n```markdown\n[a.py](../proofs/a.py)\n```\n\nInline `[x](../proofs/a.py#x)`.\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    assert card_count(site.html()) == 0
+    assert "[x](../proofs/a.py#x)" in site.html()
+
+
+FIGURES = '''\
+"""Three figures: saved, shown, left open."""
+import matplotlib.pyplot as plt
+
+saved, ax = plt.subplots()
+ax.plot([1, 2, 3], [1, 4, 9])
+ax.set_title("saved then shown")
+saved.savefig("saved.png")
+plt.show()
+
+shown = plt.figure()
+plt.bar([1, 2], [3, 4], color="black")
+plt.suptitle("only shown")
+plt.show()
+
+left_open = plt.figure()
+plt.plot([0, 1], [1, 0])
+plt.title("left open")
+print("drew three")
+'''
+
+
+def test_figures_saved_shown_and_left_open_appear_once_each(site):
+    site.proof("figs.py", FIGURES)
+    site.page("index.md", "# Figures\n\n[figs.py](../proofs/figs.py)\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    html = site.html()
+    labels = re.findall(r'<svg role="img" aria-label="([^"]*)"', html)
+    assert labels == ["saved then shown", "only shown", "left open"]
+    assert "#000000" not in html and "currentColor" in html  # black follows the palette
+
+
+def test_identical_drawings_are_byte_identical(site):
+    site.proof("figs.py", FIGURES)
+    site.page("index.md", "# Figures\n\n[figs.py](../proofs/figs.py)\n")
+    assert site.build().returncode == 0
+    first = site.html()
+    assert site.build(PROOFS_RERUN="1").returncode == 0
+    second = site.html()
+    svgs = lambda html: re.findall(r"<svg role=.*?</svg>", html, re.DOTALL)  # noqa: E731
+    assert len(svgs(first)) == 3
+    assert svgs(first) == svgs(second)
+
+
+def test_proofs_are_published_byte_for_byte_and_listed(site):
+    source = site.proof("sub/deep.py", '"""Deep."""\nprint("ok")\n').read_bytes()
+    site.proof("_helper.py", "A = 1\n")
+    site.proof("unused.py", '"""Nobody cites me."""\n')
+    site.page("index.md", "# Home\n\n[deep.py](../proofs/sub/deep.py)\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    assert (site.root / "site" / "proofs" / "sub" / "deep.py").read_bytes() == source
+    assert (site.root / "site" / "proofs" / "_helper.py").exists()
+    catalogue = site.html("proofs/index.html")
+    assert "2 proofs: 1 passed, 0 failed, 1 cited by no page." in catalogue
+    assert '<a href="../#proof-sub-deep">Home</a>' in catalogue
+    assert '<a href="sub/deep.py">deep.py</a>' in catalogue
+    assert "Nobody cites me." in catalogue and "_helper" not in catalogue
+
+
+def test_catalogue_shows_cache_state(site):
+    site.proof("a.py", "x = 1\n")
+    site.page("index.md", "# Home\n\n[a.py](../proofs/a.py)\n")
+    site.build()
+    assert re.search(r"<td>passed</td>\s*<td>[0-9.]+ s</td>\s*<td>no</td>", site.html("proofs/index.html"))
+    site.build()
+    assert re.search(r"<td>passed</td>\s*<td>[0-9.]+ s</td>\s*<td>yes</td>", site.html("proofs/index.html"))
+
+
+def test_nothing_outside_proofs_is_run_or_published(site):
+    marker = site.root / "ran.txt"
+    (site.root / "secret.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    site.page("index.md", "# Home\n\n[secret.py](../secret.py)\n\nValue [v](../secret.py#v).\n")
+    result = site.build()
+    assert result.returncode == 0
+    assert not marker.exists()
+    assert not list((site.root / "site").rglob("secret.py"))
+    assert log_lines(result, "ERROR") == [
+        "proofs: docs/index.md:3: link [secret.py](../secret.py) points outside proofs/; only scripts "
+        "under proofs/ are run or published: move the script into proofs/ and link it there",
+        "proofs: docs/index.md:5: link [v](../secret.py#v) points outside proofs/; only scripts "
+        "under proofs/ are run or published: move the script into proofs/ and link it there",
+    ]
+    assert site.build("--strict").returncode == 1
+
+
+def test_drop_in_needs_no_other_configuration(site):
+    site.proof("a.py", '"""A."""\nprint("x")\n')
+    site.page("index.md", "# Home\n\n[a.py](../proofs/a.py)\n")
+    assert site.build("--strict").returncode == 0
+    html = site.html()
+    assert 'href="assets/proofs/proof_card.css"' in html
+    assert (site.root / "site" / "assets" / "proofs" / "proof_card.css").exists()
+    assert '<div class="copy"><div class="highlight">' in html  # Material adds a copy button to .copy

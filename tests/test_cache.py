@@ -1,0 +1,88 @@
+"""Stage 3: the cache (keys, atomic writes, helpers, stale entries) and run settings."""
+
+import json
+
+import pytest
+
+from proof_cache import ProofCache, environment
+from proof_launch import OK, Outcome
+from proof_runs import Settings
+
+
+def entry(**fields):
+    return Outcome(status=OK, output="out\n", values={"v": 1}, **fields)
+
+
+def test_key_depends_on_bytes_and_environment(tmp_path):
+    cache = ProofCache(str(tmp_path), {"torch": "2.13.0"})
+    assert cache.key(b"a") == cache.key(b"a")
+    assert cache.key(b"a") != cache.key(b"b")
+    assert cache.key(b"a") != ProofCache(str(tmp_path), {"torch": "2.14.0"}).key(b"a")
+
+
+def test_environment_names_everything_that_changes_output():
+    assert set(environment()) == {"python", "executable", "platform", "machine", "torch", "matplotlib",
+                                  "device", "engine"}
+
+
+def test_store_then_load(tmp_path):
+    cache = ProofCache(str(tmp_path / "c"), {})
+    cache.store("sub/p.py", "k" * 32, entry())
+    loaded = cache.load("sub/p.py", "k" * 32, str(tmp_path))
+    assert (loaded.output, loaded.values, loaded.cached) == ("out\n", {"v": 1}, True)
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["sub__p.py." + "k" * 32 + ".json"]
+
+
+def test_new_entry_replaces_the_old_one_of_the_same_proof(tmp_path):
+    cache = ProofCache(str(tmp_path), {})
+    cache.store("p.py", "a" * 32, entry())
+    cache.store("p.py.x.py", "c" * 32, entry())
+    cache.store("p.py", "b" * 32, entry())
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "p.py." + "b" * 32 + ".json",
+        "p.py.x.py." + "c" * 32 + ".json",
+    ]
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path):
+    cache = ProofCache(str(tmp_path), {})
+    bad = entry()
+    bad.values = {"v": object()}  # not JSON: the write fails half-way
+    with pytest.raises(TypeError):
+        cache.store("p.py", "a" * 32, bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_entry_is_a_miss(tmp_path):
+    cache = ProofCache(str(tmp_path), {})
+    (tmp_path / ("p.py." + "a" * 32 + ".json")).write_text('{"status": "ok", "out')
+    assert cache.load("p.py", "a" * 32, str(tmp_path)) is None
+    (tmp_path / ("p.py." + "a" * 32 + ".json")).write_text(json.dumps({"unknown": 1}))
+    assert cache.load("p.py", "a" * 32, str(tmp_path)) is None
+
+
+def test_changed_helper_is_a_miss(tmp_path):
+    import hashlib
+
+    (tmp_path / "helper.py").write_text("A = 1\n")
+    digest = hashlib.sha256(b"A = 1\n").hexdigest()
+    cache = ProofCache(str(tmp_path / "c"), {})
+    cache.store("p.py", "a" * 32, entry(deps={"helper.py": digest}))
+    assert cache.load("p.py", "a" * 32, str(tmp_path)) is not None
+    (tmp_path / "helper.py").write_text("A = 2\n")
+    assert cache.load("p.py", "a" * 32, str(tmp_path)) is None
+    (tmp_path / "helper.py").unlink()
+    assert cache.load("p.py", "a" * 32, str(tmp_path)) is None
+
+
+def test_settings_from_environment():
+    assert Settings.from_environment({}) == Settings(timeout=300.0, rerun=False)
+    assert Settings.from_environment({"PROOFS_TIMEOUT": "2.5", "PROOFS_RERUN": "1"}) == Settings(2.5, True)
+    assert Settings.from_environment({"PROOFS_RERUN": "0"}).rerun is False
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-3", "nan"])
+def test_bad_timeout_is_named(raw):
+    with pytest.raises(ValueError) as error:
+        Settings.from_environment({"PROOFS_TIMEOUT": raw})
+    assert str(error.value) == f"PROOFS_TIMEOUT must be a number of seconds above 0, not {raw!r}"

@@ -1,0 +1,157 @@
+"""Stage 4: rendering cards, values and figures (pure functions)."""
+
+import pytest
+
+from proof_launch import FAILED, OK, Outcome
+from proof_links import LinkError, find_links
+from proof_render import (
+    anchor,
+    broken_link,
+    card,
+    inline_svg,
+    install_line,
+    markdown_link,
+    stamp_line,
+    summary,
+    value_text,
+)
+
+STAMP = {
+    "machine": "Some CPU", "cores": 2, "os": "Linux 6.1", "python": "3.11.7", "torch": "2.13.0+cpu",
+    "matplotlib": "3.11.2", "device": "cpu", "date": "2026-11-29 10:00 UTC", "duration_s": 1.234,
+    "uses": {"torch": "2.13.0+cpu", "matplotlib": "3.11.2", "numpy": "2.4.6"},
+}
+
+
+def outcome(**fields):
+    base = dict(status=OK, output="hello\n", stamp=dict(STAMP), duration_s=1.234)
+    base.update(fields)
+    return Outcome(**base)
+
+
+def value_link(fragment):
+    (link,) = find_links(f"[v](../proofs/p.py#{fragment})", "/d")
+    return link
+
+
+def test_anchor():
+    assert anchor("p2_dispatch_cost.py") == "proof-p2_dispatch_cost"
+    assert anchor("floor 3/x.y.py") == "proof-floor-3-x-y"
+
+
+def test_summary_is_the_docstring_first_line():
+    assert summary('"""Adds cost time.\n\nMore."""\nx = 1\n') == "Adds cost time."
+    assert summary("x = 1\n") == ""
+    assert summary("x = (\n") == ""
+
+
+def test_install_line_pins_what_the_proof_imported():
+    assert install_line(outcome(), "p.py") == "pip install torch==2.13.0 matplotlib==3.11.2 && python p.py"
+    assert install_line(outcome(stamp={"uses": {}}), "p.py") == "python p.py"
+
+
+def test_stamp_line():
+    assert stamp_line(outcome(cached=True)) == (
+        "Some CPU, 2 cores · Linux 6.1 · Python 3.11.7 · torch 2.13.0+cpu · matplotlib 3.11.2 · "
+        "device: cpu · 2026-11-29 10:00 UTC · 1.23 s · from cache"
+    )
+
+
+def test_value_formats():
+    assert value_text(value_link("v:.3f"), "proofs/p.py", outcome(values={"v": 2.0 / 3})) == "0.667"
+    assert value_text(value_link("v:,"), "proofs/p.py", outcome(values={"v": 1234567})) == "1,234,567"
+    assert value_text(value_link("v"), "proofs/p.py", outcome(values={"v": "cpu"})) == "cpu"
+    assert value_text(value_link("v"), "proofs/p.py", outcome(values={"v": {"float": "nan"}})) == "nan"
+
+
+def test_missing_variable_names_what_exists():
+    with pytest.raises(LinkError) as error:
+        value_text(value_link("nope"), "proofs/p.py", outcome(values={"a": 1, "b": 2}))
+    assert str(error.value) == (
+        "link [v](../proofs/p.py#nope) names 'nope', which proofs/p.py does not define at module "
+        "level (it defines: a, b)"
+    )
+
+
+def test_unsupported_value():
+    with pytest.raises(LinkError) as error:
+        value_text(value_link("model"), "proofs/p.py", outcome(values={"model": {"unsupported": "Linear"}}))
+    assert str(error.value) == (
+        "link [v](../proofs/p.py#model) names 'model', a Linear that a page cannot show; "
+        "bind a number or a string instead"
+    )
+
+
+def test_bad_format_spec():
+    with pytest.raises(LinkError) as error:
+        value_text(value_link("v:.2f"), "proofs/p.py", outcome(values={"v": "text"}))
+    assert str(error.value) == (
+        "link [v](../proofs/p.py#v:.2f) cannot format v = 'text' with '.2f': "
+        "Unknown format code 'f' for object of type 'str'"
+    )
+
+
+def test_markdown_link_text_is_literal():
+    link = markdown_link("<b>*x*</b> {{ y }} [z]", "#proof-p", 'say "hi"')
+    assert link == (
+        "[&#60;b&#62;&#42;x&#42;&#60;&#47;b&#62; &#123;&#123; y &#125;&#125; &#91;z&#93;]"
+        '(#proof-p "say hi")'
+    )
+
+
+def test_broken_link_is_visible_and_escaped():
+    assert broken_link("<x>", "bad 'link'") == (
+        '<span class="proof-broken" title="bad &#39;link&#39;">&#9888; &#60;x&#62;</span>'
+    )
+
+
+SVG = (
+    '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg xmlns="http://www.w3.org/2000/svg">\n'
+    "<metadata>m</metadata><!-- text -->"
+    '<g id="figure_1"><path id="m1" style="stroke: #000000; fill: #ffffff"/>'
+    '<use xlink:href="#m1"/><g clip-path="url(#p9)"/><clipPath id="p9"/></g></svg>'
+)
+
+
+def test_inline_svg():
+    svg = inline_svg(SVG, "pfx", 'Cost "per" op')
+    assert svg == (
+        '<svg role="img" aria-label="Cost &quot;per&quot; op" class="proof-figure__svg" '
+        'xmlns="http://www.w3.org/2000/svg">\n'
+        '<g><path id="pfx-m1" style="stroke: currentColor; fill: var(--md-default-bg-color, #ffffff)"/>'
+        '<use xlink:href="#pfx-m1"/><g clip-path="url(#pfx-p9)"/><clipPath id="pfx-p9"/></g></svg>'
+    )
+
+
+def test_card_shows_everything_and_escapes_output():
+    html = card(
+        "p.py",
+        '"""Proves it."""\nprint("<b>")\n',
+        outcome(output="<script>alert(1)</script> {{ x }}\n", figures=[{"svg": SVG, "alt": "A <title>"}]),
+        download="../proofs/p.py",
+        figure_prefix="pf1",
+        card_id="proof-p",
+    )
+    assert '<div class="proof-card" id="proof-p">' in html
+    assert '<span class="proof-card__name">p.py</span>' in html
+    assert '<p class="proof-card__summary">Proves it.</p>' in html
+    assert "<summary>Source: 2 lines of Python</summary>" in html
+    assert '<a class="proof-card__download" href="../proofs/p.py" download="p.py">Download and run</a>' in html
+    assert "<code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
+    assert "<script>" not in html
+    assert 'aria-label="A &lt;title&gt;"' in html and "<figcaption>A &lt;title&gt;</figcaption>" in html
+    assert "Ran on Some CPU, 2 cores" in html
+
+
+def test_failed_card_says_why():
+    html = card("p.py", "raise SystemExit(2)\n", outcome(status=FAILED, error="exited with status 2"),
+                download="p.py", figure_prefix="x", card_id="proof-p")
+    assert '<div class="proof-card proof-card--failed" id="proof-p">' in html
+    assert "<strong>This proof failed:</strong> p.py exited with status 2." in html
+
+
+def test_expected_failure_card_says_so():
+    html = card("p.py", "# proof: raises RuntimeError\nraise RuntimeError\n", outcome(),
+                download="p.py", figure_prefix="x", card_id="proof-p")
+    assert "This proof fails on purpose (it is marked <code># proof: raises RuntimeError</code>)" in html
