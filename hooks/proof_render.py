@@ -14,6 +14,7 @@ import os
 import re
 
 import jinja2
+from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
@@ -45,7 +46,7 @@ def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix
     return _TEMPLATES.get_template("proof_card.html").render(
         id=card_id,
         name=name,
-        summary=summary(source),
+        summary=_inline_code(summary(source)),
         source_html=highlight(source, PythonLexer(), HtmlFormatter(wrapcode=True)),
         source_lines=source.count("\n") + (not source.endswith("\n")),
         download=download,
@@ -70,11 +71,17 @@ def summary(source: str) -> str:
     return doc.strip().split("\n", 1)[0]
 
 
+def _inline_code(text: str) -> Markup:
+    """Plain text with `backticks` shown as code, everything else escaped."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return escape(text)
+    return Markup("").join(escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts))
+
+
 def install_line(outcome: Outcome, name: str) -> str:
     """The one line that runs the proof elsewhere, with the package versions that ran here."""
     uses = outcome.stamp.get("uses") or {}
-    if "matplotlib" in uses:
-        uses.pop("numpy", None)  # comes with matplotlib
     pins = " ".join(f"{package}=={version.split('+')[0]}" for package, version in uses.items() if version)
     return f"pip install {pins} && python {name}" if pins else f"python {name}"
 
@@ -107,7 +114,9 @@ def inline_svg(svg: str, prefix: str, alt: str) -> str:
             svg = svg.replace(f' id="{old}"', "")
     svg = svg.replace("#000000", "currentColor").replace("#ffffff", "var(--md-default-bg-color, #ffffff)")
     label = html.escape(alt or "figure", quote=True)
-    return _SVG_OPEN.sub(f'<svg role="img" aria-label="{label}" class="proof-figure__svg"', svg, count=1)
+    # matplotlib leaves black text unfilled (SVG's default is black): make the default the page's colour
+    opening = f'<svg role="img" aria-label="{label}" class="proof-figure__svg" fill="currentColor"'
+    return _SVG_OPEN.sub(opening, svg, count=1)
 
 
 def figure_prefix(page: str, proof: str, occurrence: int) -> str:

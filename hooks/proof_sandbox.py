@@ -195,7 +195,7 @@ def _stamp(duration: float) -> dict:
         "torch": _version("torch"),
         "matplotlib": _version("matplotlib"),
         "device": _device(),
-        "uses": {name: _version(name) for name in ("torch", "matplotlib", "numpy") if name in sys.modules},
+        "uses": {name: _version(name) for name in ("torch", "matplotlib") if name in sys.modules},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "duration_s": duration,
     }

@@ -51,7 +51,7 @@ class Site:
 
     def environment(self, **extra: str) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFS_")}
-        env.update(NO_MKDOCS_2_WARNING="1", **extra)
+        env.update(NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", **extra)
         return env
 
     def build(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:

@@ -16,10 +16,15 @@ from proof_render import (
     value_text,
 )
 
+def test_summary_shows_backticks_as_code():
+    html = card("p.py", '"""Time `a + b` <here>."""\n', outcome(), download="p.py", figure_prefix="x", card_id="c")
+    assert '<p class="proof-card__summary">Time <code>a + b</code> &lt;here&gt;.</p>' in html
+
+
 STAMP = {
     "machine": "Some CPU", "cores": 2, "os": "Linux 6.1", "python": "3.11.7", "torch": "2.13.0+cpu",
     "matplotlib": "3.11.2", "device": "cpu", "date": "2026-11-29 10:00 UTC", "duration_s": 1.234,
-    "uses": {"torch": "2.13.0+cpu", "matplotlib": "3.11.2", "numpy": "2.4.6"},
+    "uses": {"torch": "2.13.0+cpu", "matplotlib": "3.11.2"},
 }
 
 
@@ -116,7 +121,7 @@ SVG = (
 def test_inline_svg():
     svg = inline_svg(SVG, "pfx", 'Cost "per" op')
     assert svg == (
-        '<svg role="img" aria-label="Cost &quot;per&quot; op" class="proof-figure__svg" '
+        '<svg role="img" aria-label="Cost &quot;per&quot; op" class="proof-figure__svg" fill="currentColor" '
         'xmlns="http://www.w3.org/2000/svg">\n'
         '<g><path id="pfx-m1" style="stroke: currentColor; fill: var(--md-default-bg-color, #ffffff)"/>'
         '<use xlink:href="#pfx-m1"/><g clip-path="url(#pfx-p9)"/><clipPath id="pfx-p9"/></g></svg>'
@@ -140,7 +145,7 @@ def test_card_shows_everything_and_escapes_output():
     assert "<code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
     assert "<script>" not in html
-    assert 'aria-label="A &lt;title&gt;"' in html and "<figcaption>A &lt;title&gt;</figcaption>" in html
+    assert 'aria-label="A &lt;title&gt;"' in html
     assert "Ran on Some CPU, 2 cores" in html
 
 

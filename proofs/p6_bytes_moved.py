@@ -1,0 +1,112 @@
+"""An elementwise kernel's time follows the bytes it moves, not the arithmetic it does.
+
+In-place add a.add_(b) on 4M elements in five dtypes: same number of additions,
+different bytes moved (read a, read b, write a). Then the same 16 MiB copy done
+contiguously (what m.clone() does) and through a transpose (what m.t().contiguous()
+does, strided reads), both into a preallocated matrix so that only the access pattern
+differs. Every timing is the minimum of 9 runs after a warm-up, on one thread: on a
+shared machine a busy second core can stall a parallel loop for milliseconds. With more
+threads the adds keep their proportions; the contiguous copy gets faster, so the
+transpose ratio grows.
+"""
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # one core: stable numbers (see docstring)
+N = 1 << 22  # 4M elements
+REPS = 9     # timed runs per measurement; we keep the minimum
+CALLS = 5    # calls per timed run
+
+
+def min_time_us(fn, reps=REPS, calls=CALLS):
+    """Minimum over `reps` runs of the mean time of `calls` calls, in µs."""
+    fn()  # warm-up: first call pays page faults and one-off set-up
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter_ns() - t0) / calls / 1e3)
+    return best
+
+
+def make(dtype):
+    """Two 4M-element tensors of `dtype` with small values (no overflow worries)."""
+    if dtype.is_floating_point:
+        return torch.rand(N).to(dtype), torch.rand(N).to(dtype)
+    return torch.randint(0, 3, (N,), dtype=dtype), torch.randint(0, 3, (N,), dtype=dtype)
+
+
+def measure_add(dtype):
+    a, b = make(dtype)
+    us = min_time_us(lambda: a.add_(b))
+    moved = 3 * N * a.element_size()  # read a, read b, write a
+    return us, moved
+
+
+DTYPES = {"f64": torch.float64, "f32": torch.float32, "i32": torch.int32,
+          "bf16": torch.bfloat16, "i8": torch.int8}
+results = {name: measure_add(dt) for name, dt in DTYPES.items()}
+
+# Values for the page: time in µs and throughput in GB/s (1 GB = 1e9 bytes).
+f64_us, f64_bytes = results["f64"]
+f32_us, f32_bytes = results["f32"]
+i32_us, i32_bytes = results["i32"]
+bf16_us, bf16_bytes = results["bf16"]
+i8_us, i8_bytes = results["i8"]
+f64_gbs = f64_bytes / f64_us / 1e3
+f32_gbs = f32_bytes / f32_us / 1e3
+i32_gbs = i32_bytes / i32_us / 1e3
+bf16_gbs = bf16_bytes / bf16_us / 1e3
+i8_gbs = i8_bytes / i8_us / 1e3
+
+# Same bytes, different access pattern: copy a 2048x2048 float32 matrix.
+# clone() and t().contiguous() allocate a fresh 16 MiB output first, and its first
+# touch (floor 7) would blur the comparison, so both copies go into the same `out`.
+m = torch.rand(2048, 2048)
+out = torch.empty_like(m)
+contiguous_us = min_time_us(lambda: out.copy_(m))       # like m.clone()
+transposed_us = min_time_us(lambda: out.copy_(m.t()))  # like m.t().contiguous()
+transpose_ratio = transposed_us / contiguous_us
+
+print(f"a.add_(b) on {N:,} elements, min of {REPS} runs of {CALLS} calls, "
+      f"{torch.get_num_threads()} thread")
+print(f"{'dtype':<6}{'bytes moved':>14}{'time µs':>11}{'GB/s':>8}")
+for name in DTYPES:
+    us, moved = results[name]
+    print(f"{name:<6}{moved:>14,}{us:>11.0f}{moved / us / 1e3:>8.1f}")
+print("Same count of additions; the time scales with the bytes.")
+print("bf16 is the exception: the CPU widens it to float32 for the add and narrows it back.")
+print()
+print(f"copy of a 2048x2048 float32 matrix ({m.numel() * 4 / 2**20:.0f} MiB) into a "
+      f"preallocated one, min of {REPS} runs:")
+print(f"  out.copy_(m)      {contiguous_us:8.0f} µs  (contiguous reads, as m.clone())")
+print(f"  out.copy_(m.t())  {transposed_us:8.0f} µs  (strided reads, as m.t().contiguous())")
+print(f"  same bytes, {transpose_ratio:.1f}x slower when the access pattern is strided")
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.8), width_ratios=[3, 2])
+max_mib = max(moved for _, moved in results.values()) / 2**20
+# Reference line: the time every dtype would take at float32's measured bandwidth.
+ax1.plot([0, max_mib * 1.1], [0, max_mib * 1.1 * 2**20 / f32_gbs / 1e3], ":", color="C7",
+         label=f"{f32_gbs:.0f} GB/s (f32 rate)")
+for i, name in enumerate(DTYPES):
+    us, moved = results[name]
+    ax1.scatter(moved / 2**20, us, s=50, color=f"C{i}", zorder=3)
+    below = name == "i32"  # i32 sits on top of f32: put its label underneath
+    ax1.annotate(name, (moved / 2**20, us), textcoords="offset points",
+                 xytext=(6, -14 if below else 2))
+ax1.legend(loc="upper left", frameon=False)
+ax1.set_xlabel("bytes moved per call (MiB)")
+ax1.set_ylabel("time per a.add_(b) (µs)")
+ax1.set_xlim(0, max_mib * 1.15)
+ax1.set_ylim(bottom=0)
+ax1.set_title(f"add_ on {N // 2**20}M elements")
+ax2.bar(["copy of m", "copy of m.t()"], [contiguous_us, transposed_us], color=["C0", "C3"])
+ax2.set_ylabel("time (µs)")
+ax2.set_title(f"Same 16 MiB copy: {transpose_ratio:.1f}x")
+fig.suptitle("Elementwise time follows bytes moved")
+fig.tight_layout()
+plt.show()
