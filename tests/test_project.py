@@ -1,0 +1,71 @@
+"""The project itself: its proofs run alone, its pages type no measured number, its site builds strictly."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from proof_launch import markers
+from proof_links import _mask_code
+
+PROOFS = sorted(p.name for p in (REPO / "proofs").glob("*.py"))
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+BY_HAND_LIMIT_S = 10
+UNIT = re.compile(r"(?<![\w.#:])\d[\d,]*(?:\.\d+)?\s?(?:µs|us|ns|ms|s|KB|MB|GB|KiB|MiB|GiB|%)(?!\w)")
+PROOF_LINK = re.compile(r"\[[^\]]*\]\([^)]*proofs/[^)]*\)")
+
+
+def typed_numbers(markdown: str) -> list[str]:
+    """Numbers with a unit written into prose: outside code and outside proof links."""
+    bare = PROOF_LINK.sub(" ", _mask_code(markdown))
+    return [f"line {bare.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for m in UNIT.finditer(bare)]
+
+
+def test_typed_number_detector():
+    assert typed_numbers("It took 3.5 ms, then 12% more and 1,024 MiB.\n") == [
+        "line 1: 3.5 ms", "line 1: 12%", "line 1: 1,024 MiB"]
+    assert typed_numbers("Took [t](../proofs/p.py#t_ms:.1f) ms, `sleep(2) 5 s`, Part 5 of 8.\n") == []
+    assert typed_numbers("```\nwait 10 s\n```\n") == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_measured_number_is_typed_into_a_page(page):
+    assert typed_numbers(page.read_text()) == [], f"{page.relative_to(REPO)}: bind these to a proof value"
+
+
+@pytest.mark.parametrize("name", PROOFS)
+def test_each_proof_runs_alone_by_hand(name, tmp_path):
+    shutil.copy(REPO / "proofs" / name, tmp_path / name)
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    expected = markers((tmp_path / name).read_text()).get("raises")
+    if expected:
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1].startswith(f"{expected}:")
+    else:
+        assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "a proof prints what it shows"
+    assert elapsed < BY_HAND_LIMIT_S, f"{name} took {elapsed:.1f} s by hand"
+
+
+@pytest.mark.slow
+def test_project_site_builds_strictly_and_a_second_build_runs_no_proof(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFS_")}
+    env.update(NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true")
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")]
+    first = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert re.search(r"proofs: 0 ran, \d+ from cache, 0 failed", second.stderr), second.stderr
+    part0 = (tmp_path / "site" / "part-0" / "index.html").read_text()
+    cards = set(re.findall(r'<div class="proof-card" id="(proof-[^"]+)"', part0))
+    figures = re.findall(r'<svg role="img"', part0)
+    assert len(cards) >= 12 and len(figures) >= 8, (len(cards), len(figures))
