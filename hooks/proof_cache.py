@@ -5,7 +5,7 @@ change a proof's output: its bytes, the Python, torch and matplotlib versions, t
 the device and the engine's own code. Helper modules the proof imported from ``proofs/`` are
 recorded in the entry and checked on every lookup. Writes go to a temporary file that is then
 renamed over the entry, so an interrupted build never leaves a half-written one; older entries
-of the same proof are removed once a new one is in place.
+of the same proof beyond the newest few are removed once a new one is in place.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from importlib.metadata import PackageNotFoundError, version
 from proof_launch import Outcome
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_launch.py")
+ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_launch.py", "proof_launchers.py", "proof_zygote.py")
 KEY_LENGTH = 32
+KEEP_PER_PROOF = 3  # entries kept per proof: a few environments (venvs, versions) can share a cache
 
 
 def environment() -> dict:
@@ -71,12 +72,27 @@ class ProofCache:
         except BaseException:
             os.unlink(partial)
             raise
-        for stale in glob.glob(glob.escape(self._path(proof, "")) + "?" * KEY_LENGTH + ".json"):
-            if stale != target:
-                os.unlink(stale)
+        entries = glob.glob(glob.escape(self._path(proof, "")) + "?" * KEY_LENGTH + ".json")
+        entries.sort(key=_modified, reverse=True)
+        for stale in entries[KEEP_PER_PROOF:]:
+            _remove(stale)
 
     def _path(self, proof: str, key: str) -> str:
         return os.path.join(self.directory, f"{proof.replace('/', '__')}.{key}" + (".json" if key else ""))
+
+
+def _modified(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime_ns
+    except FileNotFoundError:  # another build removed it meanwhile
+        return 0
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _digest_files(paths) -> str | None:

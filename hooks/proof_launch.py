@@ -1,30 +1,31 @@
-"""Stage 2: run one proof in its own process and say what happened.
+"""Stage 2b: run one proof in its own process and say what happened.
 
-``run_proof(path, proofs_dir, timeout)`` is the whole interface: it starts
-``proof_sandbox.py`` in a fresh interpreter, in a fresh temporary working directory and in its
-own process group, captures everything it prints (stdout and stderr interleaved, capped in
-size), stops it and its whole process tree at the time limit, and returns an ``Outcome``.
-
-A proof that exits while a child it started keeps the output pipe open does not hang the
-build: reading stops when the proof's own process ends, and the rest of its group is killed.
+``run_proof(path, proofs_dir, timeout)`` is the whole interface: it runs the script through
+proof_sandbox.py in its own process and session, in a fresh temporary working directory,
+captures everything it prints (stdout and stderr interleaved, capped in size), stops it and
+its whole process tree at the time limit, and judges the result into an ``Outcome``.
+How the process starts (a fresh interpreter, or a fork of a warm one) is proof_launchers.py's
+business; what a run *means* (markers, exit codes, expected failures) is this module's.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
-import selectors
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-SANDBOX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "proof_sandbox.py")
-MAX_OUTPUT_BYTES = 64 * 1024
+from proof_launchers import MAX_OUTPUT_BYTES, Job, Raw, SpawnLauncher, WarmLauncher  # noqa: F401
+
+SPAWN, WARM = SpawnLauncher(), WarmLauncher()
+DEFAULT_WARM = True
+atexit.register(WARM.close)
+_TIMING = re.compile(r"\b(?:timeit|perf_counter(?:_ns)?|process_time|monotonic|time\.time|benchmark|enable_timing)\b")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _MARKER = re.compile(r"^#\s*proof:\s*(?P<name>[a-z-]+)\b[ \t]*(?P<argument>[^\n]*?)\s*$", re.MULTILINE)
 
@@ -62,86 +63,42 @@ def markers(source: str) -> dict[str, str]:
     return {m["name"]: m["argument"] for m in _MARKER.finditer(source)}
 
 
-def run_proof(path: str, proofs_dir: str, timeout: float) -> Outcome:
-    """Run the script at ``path`` as ``python path`` would, isolated; never raises for its faults."""
-    with tempfile.TemporaryDirectory(prefix="proof-") as scratch:
-        workdir = os.path.join(scratch, "work")
-        os.mkdir(workdir)
-        report_path = os.path.join(scratch, "report.json")
-        command = [sys.executable, "-u", SANDBOX, report_path, path, proofs_dir]
-        started = time.perf_counter()
-        raw, returncode, timed_out = _run_captured(command, workdir, timeout)
-        elapsed = time.perf_counter() - started
-        report = _read_report(report_path)
-        shutil.rmtree(workdir, ignore_errors=True)
+def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True) -> Outcome:
+    """Run the script at ``path`` as ``python path`` would, isolated; never raises for its faults.
+
+    With ``warm``, it is forked from the warm interpreter unless it is marked
+    ``# proof: cold-start`` (it measures start-up, so it needs a fresh interpreter) or the warm
+    interpreter cannot serve on this machine.
+    """
     with open(path, encoding="utf-8", errors="replace") as handle:
-        expected = markers(handle.read()).get("raises")
-    return _judge(raw, returncode, timed_out, report, expected, timeout, elapsed)
+        marks = markers(handle.read())
+    launcher = launcher_for(marks, warm)
+    with tempfile.TemporaryDirectory(prefix="proof-") as scratch:
+        job = Job(os.path.join(scratch, "report.json"), path, proofs_dir, os.path.join(scratch, "work"))
+        os.mkdir(job.workdir)
+        started = time.perf_counter()
+        raw = launcher.run(job, timeout)
+        elapsed = time.perf_counter() - started
+        report = _read_report(job.report)
+        shutil.rmtree(job.workdir, ignore_errors=True)
+    return _judge(raw, report, marks.get("raises"), timeout, elapsed)
 
 
-def _run_captured(command: list[str], workdir: str, timeout: float) -> tuple[bytes, int, bool]:
-    """Run ``command``; return (output, return code, timed out)."""
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
-    process = subprocess.Popen(
-        command,
-        cwd=workdir,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    output, timed_out = _read_until_exit(process, time.monotonic() + timeout)
-    _kill_group(process.pid)
-    returncode = process.wait()
-    process.stdout.close()
-    return output, returncode, timed_out
+def launcher_for(marks: dict[str, str], warm: bool) -> SpawnLauncher | WarmLauncher:
+    if warm and "cold-start" not in marks and WARM.ready():
+        return WARM
+    return SPAWN
 
 
-def _read_until_exit(process: subprocess.Popen, deadline: float) -> tuple[bytes, bool]:
-    """Collect output until the process exits or the deadline passes; keep a capped prefix."""
-    kept, dropped = bytearray(), 0
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            exited = process.poll() is not None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 and not exited:
-                return _capped(kept, dropped), True
-            if selector.select(timeout=0 if exited else min(remaining, 0.05)):
-                chunk = _read_available(fd)
-                if chunk is None:  # end of output
-                    break
-                room = max(MAX_OUTPUT_BYTES - len(kept), 0)
-                kept += chunk[:room]
-                dropped += len(chunk) - min(len(chunk), room)
-                continue
-            if exited:  # exited and nothing more is ready: do not wait on its children
-                break
-    return _capped(kept, dropped), False
+def runs_alone(source: str) -> bool:
+    """Whether a proof must have the machine to itself: it times things, or says so."""
+    marks = markers(source)
+    return "alone" in marks or ("side-by-side" not in marks and bool(_TIMING.search(source)))
 
 
-def _read_available(fd: int) -> bytes | None:
-    try:
-        chunk = os.read(fd, 65536)
-    except BlockingIOError:
-        return b""
-    return chunk or None
-
-
-def _capped(kept: bytearray, dropped: int) -> bytes:
-    if dropped:
-        kept += f"\n[output cut: {dropped:,} more bytes not shown]\n".encode()
-    return bytes(kept)
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def shutdown() -> None:
+    """Stop the warm interpreter (a later run starts a new one)."""
+    WARM.close()
 
 
 def _read_report(path: str) -> dict:
@@ -158,19 +115,19 @@ def clean_output(raw: bytes) -> str:
     return _ANSI.sub("", text)
 
 
-def _judge(raw, returncode, timed_out, report, expected, timeout, elapsed) -> Outcome:
+def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed: float) -> Outcome:
     """Turn what the process did into an Outcome, honouring the expected-failure marker."""
-    error = report.get("error")
+    error, returncode = report.get("error"), raw.returncode
     outcome = Outcome(
         status=FAILED,
-        output=clean_output(raw),
+        output=clean_output(raw.output),
         values=report.get("values", {}),
         figures=report.get("figures", []),
         deps=report.get("deps", {}),
         stamp=report.get("stamp", {}),
         duration_s=report.get("stamp", {}).get("duration_s", elapsed),
     )
-    if timed_out:
+    if raw.timed_out:
         outcome.error = f"did not finish within {timeout:g} s and was stopped with its child processes"
         outcome.cacheable = False
     elif returncode < 0:

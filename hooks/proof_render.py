@@ -50,7 +50,7 @@ def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix
         source_html=highlight(source, PythonLexer(), HtmlFormatter(wrapcode=True)),
         source_lines=source.count("\n") + (not source.endswith("\n")),
         download=download,
-        install=install_line(outcome, name),
+        install=install_line(source, outcome, name),
         outcome=outcome,
         ok=outcome.status == OK,
         expected=markers(source).get("raises"),
@@ -79,11 +79,26 @@ def _inline_code(text: str) -> Markup:
     return Markup("").join(escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts))
 
 
-def install_line(outcome: Outcome, name: str) -> str:
-    """The one line that runs the proof elsewhere, with the package versions that ran here."""
-    uses = outcome.stamp.get("uses") or {}
-    pins = " ".join(f"{package}=={version.split('+')[0]}" for package, version in uses.items() if version)
-    return f"pip install {pins} && python {name}" if pins else f"python {name}"
+def install_line(source: str, outcome: Outcome, name: str) -> str:
+    """The one line that runs the proof elsewhere, pinning what it imports to the versions that ran."""
+    pins = [f"{package}=={outcome.stamp[package].split('+')[0]}"
+            for package in imported_packages(source) if outcome.stamp.get(package)]
+    return f"pip install {' '.join(pins)} && python {name}" if pins else f"python {name}"
+
+
+def imported_packages(source: str) -> list[str]:
+    """Which of torch and matplotlib the script imports (its own source, not its helpers)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return [package for package in ("torch", "matplotlib") if package in roots]
 
 
 def stamp_line(outcome: Outcome) -> str:

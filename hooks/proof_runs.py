@@ -1,8 +1,12 @@
 """Stage 2a: get each cited proof's outcome once per build, from the cache or by running it.
 
 ``Runs.outcome(proof)`` is what the rest of the build asks; ``Runs.prepare(proofs)`` does the
-work up front, in order, reporting progress. Settings come from the environment:
-``PROOFS_RERUN=1`` ignores the cache, ``PROOFS_TIMEOUT=<seconds>`` sets the per-proof limit.
+work up front and reports progress. Proofs that time things (see ``runs_alone``) run one at a
+time with the machine to themselves; the others run side by side, one per CPU core.
+
+Settings come from the environment: ``PROOFS_RERUN=1`` ignores the cache,
+``PROOFS_TIMEOUT=<seconds>`` sets the per-proof limit, and ``PROOFS_LAUNCHER=spawn`` starts
+every proof in a fresh interpreter instead of forking it from the warm one.
 """
 
 from __future__ import annotations
@@ -10,10 +14,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from proof_cache import ProofCache
-from proof_launch import OK, Outcome, run_proof
+from proof_launch import OK, Outcome, run_proof, runs_alone
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -22,6 +27,7 @@ DEFAULT_TIMEOUT = 300.0
 class Settings:
     timeout: float = DEFAULT_TIMEOUT
     rerun: bool = False
+    warm: bool = True
 
     @classmethod
     def from_environment(cls, environ=os.environ) -> Settings:
@@ -36,7 +42,10 @@ class Settings:
             if not timeout > 0:
                 raise ValueError(f"PROOFS_TIMEOUT must be a number of seconds above 0, not {raw!r}")
         rerun = environ.get("PROOFS_RERUN", "").strip().lower() not in ("", "0", "false", "no")
-        return cls(timeout=timeout, rerun=rerun)
+        launcher = environ.get("PROOFS_LAUNCHER", "warm").strip().lower() or "warm"
+        if launcher not in ("warm", "spawn"):
+            raise ValueError(f"PROOFS_LAUNCHER must be 'warm' or 'spawn', not {launcher!r}")
+        return cls(timeout=timeout, rerun=rerun, warm=launcher == "warm")
 
 
 class Runs:
@@ -54,39 +63,68 @@ class Runs:
 
     def prepare(self, proofs: list[str], report: Callable[[str], None]) -> None:
         """Get every outcome now, reporting ``3/12 p2_dispatch_cost.py 0.8 s`` as each one lands."""
-        for number, proof in enumerate(proofs, 1):
-            outcome = self.outcome(proof)
+        started, done = time.perf_counter(), 0
+
+        def landed(proof: str, outcome: Outcome) -> None:
+            nonlocal done
+            done += 1
+            self._record(proof, outcome)
             how = "from cache" if outcome.cached else f"{outcome.duration_s:.1f} s"
-            state = "" if outcome.status == OK else " FAILED"
-            report(f"{number}/{len(proofs)} {proof} {how}{state}")
+            report(f"{done}/{len(proofs)} {proof} {how}{'' if outcome.status == OK else ' FAILED'}")
+
+        to_run = []
+        for proof in proofs:
+            recalled = self._recall(proof)
+            if recalled is None:
+                to_run.append(proof)
+            else:
+                landed(proof, recalled)
+        together = [proof for proof in to_run if not runs_alone(self.source(proof))]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for future in as_completed([pool.submit(self._run, proof) for proof in together]):
+                landed(*future.result())
+        for proof in to_run:
+            if proof not in together:
+                landed(*self._run(proof))
+        self.seconds += time.perf_counter() - started
 
     def outcome(self, proof: str) -> Outcome:
         """The outcome of ``proof`` in this build: recalled if cached and allowed, else run."""
         if proof not in self.outcomes:
-            self.outcomes[proof] = self._recall_or_run(proof)
+            started = time.perf_counter()
+            self._record(proof, self._recall(proof) or self._run(proof)[1])
+            self.seconds += time.perf_counter() - started
         return self.outcomes[proof]
 
-    def _recall_or_run(self, proof: str) -> Outcome:
-        path = self._path(proof)
-        with open(path, "rb") as handle:
-            key = self.cache.key(handle.read())
-        outcome = None if self.settings.rerun else self.cache.load(proof, key, self.proofs_dir)
-        if outcome is None:
-            started = time.perf_counter()
-            outcome = run_proof(path, self.proofs_dir, self.settings.timeout)
-            self.seconds += time.perf_counter() - started
-            self.ran += 1
-            if outcome.cacheable:
-                self.cache.store(proof, key, outcome)
-        else:
+    def _record(self, proof: str, outcome: Outcome) -> None:
+        self.outcomes[proof] = outcome
+        if outcome.cached:
             self.recalled += 1
+        else:
+            self.ran += 1
         self.failed += outcome.status != OK
-        return outcome
+
+    def _recall(self, proof: str) -> Outcome | None:
+        if self.settings.rerun:
+            return None
+        return self.cache.load(proof, self._key(proof), self.proofs_dir)
+
+    def _run(self, proof: str) -> tuple[str, Outcome]:
+        """Run ``proof`` (in a worker thread) and store what it made; the caller records it."""
+        key = self._key(proof)
+        outcome = run_proof(self._path(proof), self.proofs_dir, self.settings.timeout, self.settings.warm)
+        if outcome.cacheable:
+            self.cache.store(proof, key, outcome)
+        return proof, outcome
+
+    def _key(self, proof: str) -> str:
+        with open(self._path(proof), "rb") as handle:
+            return self.cache.key(handle.read())
 
     def summary(self) -> str:
         return (
             f"{self.ran} ran, {self.recalled} from cache, {self.failed} failed, "
-            f"{self.seconds:.1f} s running proofs"
+            f"{self.seconds:.1f} s getting them"
         )
 
     def _path(self, proof: str) -> str:

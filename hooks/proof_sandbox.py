@@ -33,9 +33,9 @@ MAX_STRING_VALUE = 10_000
 
 
 def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
-    _die_with_parent()
+    die_with_parent()
+    install_figure_hook()
     namespace = _become_main(proof_path)
-    _FigureHook.install()
     started = time.perf_counter()
     error, exit_code = None, 0
     try:
@@ -61,7 +61,13 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
     return exit_code
 
 
-def _die_with_parent() -> None:
+def install_figure_hook() -> None:
+    """From now on, importing matplotlib points it at proof_figures.py (once per process)."""
+    if not any(isinstance(finder, _FigureHook) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _FigureHook())
+
+
+def die_with_parent() -> None:
     """On Linux, ask the kernel to kill this process if the build that started it dies."""
     if not sys.platform.startswith("linux"):
         return
@@ -195,7 +201,6 @@ def _stamp(duration: float) -> dict:
         "torch": _version("torch"),
         "matplotlib": _version("matplotlib"),
         "device": _device(),
-        "uses": {name: _version(name) for name in ("torch", "matplotlib") if name in sys.modules},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "duration_s": duration,
     }
@@ -248,10 +253,6 @@ class _FigureHook(importlib.abc.MetaPathFinder):
     """Points matplotlib at proof_figures.py when (and only if) the proof imports matplotlib."""
 
     backend = None
-
-    @classmethod
-    def install(cls) -> None:
-        sys.meta_path.insert(0, cls())
 
     @classmethod
     def collect(cls) -> list:

@@ -5,7 +5,10 @@ The pipeline, one module per stage:
 
     proof_links     find proof links in each page's Markdown
     proof_runs      get each proof's outcome once per build: from the cache or by running it
-    proof_launch      run one proof in its own process (proof_sandbox, proof_figures run inside it)
+    proof_launch      run one proof in its own process and judge what happened
+    proof_launchers     start that process: a fresh interpreter, or a fork of proof_zygote
+    proof_sandbox       inside the proof's process: look like `python NAME.py`, report values
+    proof_figures       inside the proof's process: capture matplotlib figures as SVG
     proof_cache       remember outcomes under .cache/proofs/
     proof_render    cards (proof_card.html, proof_card.css), values, figures
     proof_catalogue the generated page at proofs/
@@ -29,6 +32,7 @@ from mkdocs_gen_files.editor import FilesEditor
 
 import proof_cache
 import proof_catalogue
+import proof_launch
 import proof_links
 import proof_render
 import proof_runs
@@ -152,6 +156,10 @@ def on_post_build(*, config: MkDocsConfig) -> None:
 def on_build_error(*, error: Exception) -> None:
     if _build is not None:
         _build.scratch.cleanup()
+
+
+def on_shutdown() -> None:
+    proof_launch.shutdown()  # the warm interpreter outlives rebuilds, not the process
 
 
 def _publish(files: Files, config: MkDocsConfig) -> None:

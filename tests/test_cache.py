@@ -1,6 +1,7 @@
 """Stage 3: the cache (keys, atomic writes, helpers, stale entries) and run settings."""
 
 import json
+import time
 
 import pytest
 
@@ -33,14 +34,17 @@ def test_store_then_load(tmp_path):
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["sub__p.py." + "k" * 32 + ".json"]
 
 
-def test_new_entry_replaces_the_old_one_of_the_same_proof(tmp_path):
+def test_only_the_newest_entries_of_a_proof_are_kept(tmp_path):
     cache = ProofCache(str(tmp_path), {})
-    cache.store("p.py", "a" * 32, entry())
-    cache.store("p.py.x.py", "c" * 32, entry())
-    cache.store("p.py", "b" * 32, entry())
+    cache.store("p.py.x.py", "x" * 32, entry())
+    for key in "abcd":
+        cache.store("p.py", key * 32, entry())
+        time.sleep(0.01)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "p.py." + "b" * 32 + ".json",
-        "p.py.x.py." + "c" * 32 + ".json",
+        "p.py." + "c" * 32 + ".json",
+        "p.py." + "d" * 32 + ".json",
+        "p.py.x.py." + "x" * 32 + ".json",
     ]
 
 
@@ -76,9 +80,16 @@ def test_changed_helper_is_a_miss(tmp_path):
 
 
 def test_settings_from_environment():
-    assert Settings.from_environment({}) == Settings(timeout=300.0, rerun=False)
+    assert Settings.from_environment({}) == Settings(timeout=300.0, rerun=False, warm=True)
     assert Settings.from_environment({"PROOFS_TIMEOUT": "2.5", "PROOFS_RERUN": "1"}) == Settings(2.5, True)
     assert Settings.from_environment({"PROOFS_RERUN": "0"}).rerun is False
+    assert Settings.from_environment({"PROOFS_LAUNCHER": "spawn"}).warm is False
+
+
+def test_bad_launcher_is_named():
+    with pytest.raises(ValueError) as error:
+        Settings.from_environment({"PROOFS_LAUNCHER": "thread"})
+    assert str(error.value) == "PROOFS_LAUNCHER must be 'warm' or 'spawn', not 'thread'"
 
 
 @pytest.mark.parametrize("raw", ["abc", "0", "-3", "nan"])

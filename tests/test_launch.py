@@ -4,7 +4,17 @@ import os
 import textwrap
 import time
 
+import pytest
+
+import proof_launch
 from proof_launch import FAILED, MAX_OUTPUT_BYTES, OK, clean_output, markers, run_proof
+
+
+@pytest.fixture(params=["warm", "spawn"], autouse=True)
+def launcher(request, monkeypatch):
+    """Every behaviour below holds for both ways of starting a proof."""
+    monkeypatch.setattr(proof_launch, "DEFAULT_WARM", request.param == "warm")
+    return request.param
 
 
 def run(tmp_path, source, timeout=30, name="p.py"):
@@ -12,7 +22,7 @@ def run(tmp_path, source, timeout=30, name="p.py"):
     proofs.mkdir(exist_ok=True)
     path = proofs / name
     path.write_text(textwrap.dedent(source))
-    return run_proof(str(path), str(proofs), timeout)
+    return run_proof(str(path), str(proofs), timeout, warm=proof_launch.DEFAULT_WARM)
 
 
 def test_runs_like_python_by_hand(tmp_path):
@@ -202,5 +212,47 @@ def test_markers():
 def test_stamp(tmp_path):
     stamp = run(tmp_path, "x = 1\n").stamp
     assert set(stamp) == {"machine", "cores", "os", "python", "torch", "matplotlib", "device", "date",
-                          "duration_s", "uses"}
-    assert stamp["uses"] == {} and stamp["device"] == "cpu"
+                          "duration_s"}
+    assert stamp["device"] == "cpu"
+
+
+def test_warm_runs_fork_a_preloaded_interpreter_unless_marked_cold(tmp_path, launcher):
+    source = "import sys\npreloaded = 'torch' in sys.modules\n"
+    assert run(tmp_path, source).values["preloaded"] is (launcher == "warm")
+    assert run(tmp_path, "# proof: cold-start\n" + source).values["preloaded"] is False
+
+
+def test_random_state_is_fresh_in_every_run(tmp_path):
+    source = "import random, numpy\nr = random.random()\nn = float(numpy.random.rand())\n"
+    first, second = run(tmp_path, source).values, run(tmp_path, source).values
+    assert first["r"] != second["r"] and first["n"] != second["n"]
+
+
+def test_torch_ops_and_threads_work_in_the_child(tmp_path):
+    outcome = run(tmp_path, """
+        import threading, torch
+        x = torch.randn(256, 256)
+        total = 0.0
+        def work():
+            global total
+            total += float((x @ x).sum())
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        ok = total != 0.0
+        """)
+    assert outcome.status == OK, outcome.output
+    assert outcome.values["ok"] is True
+
+
+def test_atexit_handlers_of_the_proof_run(tmp_path):
+    outcome = run(tmp_path, "import atexit\natexit.register(print, 'bye')\nprint('hi')\n")
+    assert outcome.output == "hi\nbye\n"
+
+
+def test_runs_alone_when_it_times_things():
+    assert proof_launch.runs_alone("import timeit\n")
+    assert proof_launch.runs_alone("t = time.perf_counter()\n")
+    assert not proof_launch.runs_alone("import torch\nprint(torch.ones(1))\n")
+    assert proof_launch.runs_alone("# proof: alone\nx = 1\n")
+    assert not proof_launch.runs_alone("# proof: side-by-side\nimport timeit\n")

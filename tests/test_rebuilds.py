@@ -9,13 +9,13 @@ from conftest import log_lines
 
 
 def ran(result) -> list[str]:
-    """Proofs that actually ran in a build, from its progress lines ("proofs: 1/2 a.py 0.1 s")."""
+    """Proofs that actually ran in a build, from its progress lines ("proofs: 1/2 a.py 0.1 s"), sorted."""
     names = []
     for line in log_lines(result, "INFO"):
         words = line.split()
         if words[0] == "proofs:" and words[1][0].isdigit() and "/" in words[1] and "from cache" not in line:
             names.append(words[2])
-    return names
+    return sorted(names)
 
 
 def two_proof_site(site):

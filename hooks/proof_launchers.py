@@ -1,0 +1,241 @@
+"""Stage 2c: the two ways to start a proof's process. Both give the same isolation.
+
+``SpawnLauncher`` starts a fresh interpreter per proof: simple, portable, and it pays for
+``import torch`` every time. ``WarmLauncher`` asks proof_zygote.py, a warm interpreter that
+imported torch and matplotlib once, to fork a child per proof (Linux only). Either one:
+
+    raw = launcher.run(Job(...), timeout)   # -> Raw(output, returncode, timed_out)
+
+The child runs proof_sandbox.py in its own session, in the job's working directory, with
+stdout and stderr on one pipe that is read here, capped, until the child ends or its time
+runs out; then its whole process group is killed, so a grandchild left running can neither
+hang the build nor outlive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SANDBOX = os.path.join(HERE, "proof_sandbox.py")
+ZYGOTE = os.path.join(HERE, "proof_zygote.py")
+MAX_OUTPUT_BYTES = 64 * 1024
+ZYGOTE_START_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Job:
+    report: str  # where the sandbox writes its JSON report
+    proof: str  # absolute path of the script
+    proofs_dir: str
+    workdir: str  # a fresh, empty folder
+
+
+@dataclass(frozen=True)
+class Raw:
+    output: bytes
+    returncode: int  # negative: killed by that signal
+    timed_out: bool
+
+
+def child_environment() -> dict:
+    return dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
+
+
+class SpawnLauncher:
+    """A fresh interpreter per proof."""
+
+    name = "spawn"
+
+    def run(self, job: Job, timeout: float) -> Raw:
+        process = subprocess.Popen(
+            [sys.executable, "-u", SANDBOX, job.report, job.proof, job.proofs_dir],
+            cwd=job.workdir,
+            env=child_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        output, timed_out = collect(process.stdout.fileno(), lambda: process.poll() is not None, timeout)
+        kill_group(process.pid)
+        returncode = process.wait()
+        process.stdout.close()
+        return Raw(output, returncode, timed_out)
+
+
+class WarmLauncher:
+    """Forks each proof from proof_zygote.py, started on first use and kept for the process's life."""
+
+    name = "warm"
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._channel: socket.socket | None = None
+        self.unavailable: str | None = None if sys.platform.startswith("linux") else "needs Linux"
+
+    def ready(self) -> bool:
+        """Start the warm interpreter if needed; False (with ``unavailable`` set) if it cannot serve."""
+        with self._lock:
+            if self._channel is None and self.unavailable is None:
+                self._start()
+            return self.unavailable is None
+
+    def run(self, job: Job, timeout: float) -> Raw:
+        out_read, out_write = os.pipe()
+        status_read, status_write = os.pipe()
+        request = json.dumps({"report": job.report, "proof": job.proof, "proofs_dir": job.proofs_dir,
+                              "workdir": job.workdir}).encode()
+        try:
+            with self._lock:
+                socket.send_fds(self._channel, [request], [out_write, status_write])
+        finally:
+            os.close(out_write)
+            os.close(status_write)
+        status = _StatusReader(status_read)
+        try:
+            pid = status.next(time.monotonic() + ZYGOTE_START_TIMEOUT)["pid"]
+            output, timed_out = collect(out_read, status.has_data, timeout)
+            if timed_out:
+                kill_group(pid, leader_alive=True)
+            returncode = status.next(time.monotonic() + 30)["returncode"]
+            kill_group(pid)
+        finally:
+            os.close(out_read)
+            status.close()
+        return Raw(output, returncode, timed_out)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = None
+            if self._process is not None:
+                try:
+                    self._process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+                self._process = None
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._process = subprocess.Popen(
+                [sys.executable, "-u", ZYGOTE, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=child_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        ours.settimeout(ZYGOTE_START_TIMEOUT)
+        try:
+            hello = json.loads(ours.recv(65536) or b'{"ready": false, "reason": "it exited at start"}')
+        except (OSError, ValueError) as exc:
+            hello = {"ready": False, "reason": f"it did not answer ({exc})"}
+        ours.settimeout(None)
+        if hello.get("ready"):
+            self._channel = ours
+        else:
+            self.unavailable = hello.get("reason", "unknown")
+            ours.close()
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+
+class _StatusReader:
+    """JSON lines from a supervisor's status pipe, read without blocking past a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+
+    def has_data(self) -> bool:
+        return b"\n" in self.buffer or _readable(self.fd, 0)
+
+    def next(self, deadline: float) -> dict:
+        while b"\n" not in self.buffer:
+            if not _readable(self.fd, max(deadline - time.monotonic(), 0)):
+                raise TimeoutError("the warm interpreter did not report in time")
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                raise EOFError("the warm interpreter went away")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
+
+
+def collect(fd: int, exited: Callable[[], bool], timeout: float) -> tuple[bytes, bool]:
+    """Read output until the process has exited or ``timeout`` passes; keep a capped prefix.
+
+    Returns (output, timed out). Once the process has exited, only what is already in the pipe
+    is read: a grandchild holding the pipe open cannot keep the build waiting.
+    """
+    deadline = time.monotonic() + timeout
+    kept, dropped = bytearray(), 0
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            done = exited()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and not done:
+                return _capped(kept, dropped), True
+            if selector.select(timeout=0 if done else min(remaining, 0.05)):
+                chunk = _read_available(fd)
+                if chunk is None:  # end of output
+                    break
+                room = max(MAX_OUTPUT_BYTES - len(kept), 0)
+                kept += chunk[:room]
+                dropped += len(chunk) - min(len(chunk), room)
+                continue
+            if done:
+                break
+    return _capped(kept, dropped), False
+
+
+def _read_available(fd: int) -> bytes | None:
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        return b""
+    return chunk or None
+
+
+def _capped(kept: bytearray, dropped: int) -> bytes:
+    if dropped:
+        kept += f"\n[output cut: {dropped:,} more bytes not shown]\n".encode()
+    return bytes(kept)
+
+
+def kill_group(pid: int, leader_alive: bool = False) -> None:
+    """Kill the process group ``pid`` leads (the proof and anything it started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        if leader_alive:  # it may not have made its own group yet
+            os.kill(pid, signal.SIGKILL)
+    except PermissionError:
+        pass
