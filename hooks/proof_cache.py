@@ -61,6 +61,10 @@ class ProofCache:
                 return None
         return outcome
 
+    def has(self, proof: str, key: str) -> bool:
+        """Whether an entry exists (without reading or checking it): a cheap hint, not a hit."""
+        return os.path.exists(self._path(proof, key))
+
     def store(self, proof: str, key: str, outcome: Outcome) -> None:
         os.makedirs(self.directory, exist_ok=True)
         target = self._path(proof, key)

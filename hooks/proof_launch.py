@@ -77,7 +77,13 @@ def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True) -> 
         job = Job(os.path.join(scratch, "report.json"), path, proofs_dir, os.path.join(scratch, "work"))
         os.mkdir(job.workdir)
         started = time.perf_counter()
-        raw = launcher.run(job, timeout)
+        try:
+            raw = launcher.run(job, timeout)
+        except (OSError, EOFError, TimeoutError):  # the warm interpreter failed us: start afresh
+            shutil.rmtree(job.workdir, ignore_errors=True)
+            os.mkdir(job.workdir)
+            started = time.perf_counter()
+            raw = SPAWN.run(job, timeout)
         elapsed = time.perf_counter() - started
         report = _read_report(job.report)
         shutil.rmtree(job.workdir, ignore_errors=True)
@@ -94,6 +100,11 @@ def runs_alone(source: str) -> bool:
     """Whether a proof must have the machine to itself: it times things, or says so."""
     marks = markers(source)
     return "alone" in marks or ("side-by-side" not in marks and bool(_TIMING.search(source)))
+
+
+def prewarm() -> None:
+    """Start the warm interpreter now, without waiting, because proofs are about to run."""
+    WARM.start()
 
 
 def shutdown() -> None:

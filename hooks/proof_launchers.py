@@ -75,7 +75,12 @@ class SpawnLauncher:
 
 
 class WarmLauncher:
-    """Forks each proof from proof_zygote.py, started on first use and kept for the process's life."""
+    """Forks each proof from proof_zygote.py, which lives as long as this process (or until closed).
+
+    ``start()`` launches the warm interpreter without waiting, so its imports overlap the
+    build's own work; ``ready()`` waits for it. Any trouble makes it ``unavailable`` (with the
+    reason), and callers fall back to a fresh interpreter.
+    """
 
     name = "warm"
 
@@ -83,13 +88,20 @@ class WarmLauncher:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._channel: socket.socket | None = None
-        self.unavailable: str | None = None if sys.platform.startswith("linux") else "needs Linux"
+        self._answered = False
+        self.unavailable: str | None = None if sys.platform.startswith("linux") else "it needs Linux"
+
+    def start(self) -> None:
+        with self._lock:
+            if self._process is None and self.unavailable is None:
+                self._spawn()
 
     def ready(self) -> bool:
-        """Start the warm interpreter if needed; False (with ``unavailable`` set) if it cannot serve."""
+        """Whether the warm interpreter can serve, starting it and waiting for it if needed."""
+        self.start()
         with self._lock:
-            if self._channel is None and self.unavailable is None:
-                self._start()
+            if self.unavailable is None and not self._answered:
+                self._await_hello()
             return self.unavailable is None
 
     def run(self, job: Job, timeout: float) -> Raw:
@@ -100,6 +112,11 @@ class WarmLauncher:
         try:
             with self._lock:
                 socket.send_fds(self._channel, [request], [out_write, status_write])
+        except OSError as exc:
+            os.close(out_read)
+            os.close(status_read)
+            self._give_up(f"it stopped answering ({exc})")
+            raise
         finally:
             os.close(out_write)
             os.close(status_write)
@@ -111,25 +128,22 @@ class WarmLauncher:
                 kill_group(pid, leader_alive=True)
             returncode = status.next(time.monotonic() + 30)["returncode"]
             kill_group(pid)
+        except (OSError, EOFError, TimeoutError) as exc:
+            self._give_up(f"it stopped answering ({exc})")
+            raise
         finally:
             os.close(out_read)
             status.close()
         return Raw(output, returncode, timed_out)
 
     def close(self) -> None:
+        """Stop the warm interpreter; a later ``start()`` begins a new one."""
         with self._lock:
-            if self._channel is not None:
-                self._channel.close()
-                self._channel = None
-            if self._process is not None:
-                try:
-                    self._process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
-                self._process = None
+            self._stop()
+            if self.unavailable and self.unavailable.startswith("it stopped"):
+                self.unavailable = None
 
-    def _start(self) -> None:
+    def _spawn(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
             self._process = subprocess.Popen(
@@ -140,19 +154,37 @@ class WarmLauncher:
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        ours.settimeout(ZYGOTE_START_TIMEOUT)
+        self._channel, self._answered = ours, False
+
+    def _await_hello(self) -> None:
+        self._channel.settimeout(ZYGOTE_START_TIMEOUT)
         try:
-            hello = json.loads(ours.recv(65536) or b'{"ready": false, "reason": "it exited at start"}')
+            hello = json.loads(self._channel.recv(65536) or b'{"reason": "it exited while starting"}')
         except (OSError, ValueError) as exc:
-            hello = {"ready": False, "reason": f"it did not answer ({exc})"}
-        ours.settimeout(None)
-        if hello.get("ready"):
-            self._channel = ours
-        else:
-            self.unavailable = hello.get("reason", "unknown")
-            ours.close()
-            self._process.kill()
-            self._process.wait()
+            hello = {"reason": f"it did not answer ({exc})"}
+        self._channel.settimeout(None)
+        self._answered = True
+        if not hello.get("ready"):
+            self.unavailable = hello.get("reason", "it did not say why")
+            self._stop()
+
+    def _give_up(self, reason: str) -> None:
+        with self._lock:
+            self.unavailable = reason
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._channel is not None:
+            self._channel.close()  # the zygote reads end-of-file and leaves
+            self._channel = None
+        if self._process is not None:
+            if not self._answered:
+                self._process.kill()  # still importing: no need to wait for that
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
             self._process = None
 
 

@@ -88,6 +88,10 @@ class Runs:
                 landed(*self._run(proof))
         self.seconds += time.perf_counter() - started
 
+    def likely_to_run(self, proofs: list[str]) -> bool:
+        """A cheap guess, before pages are read, that some of ``proofs`` will have to run."""
+        return self.settings.rerun or any(not self.cache.has(proof, self._key(proof)) for proof in proofs)
+
     def outcome(self, proof: str) -> Outcome:
         """The outcome of ``proof`` in this build: recalled if cached and allowed, else run."""
         if proof not in self.outcomes:

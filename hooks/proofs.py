@@ -92,6 +92,8 @@ _build: _Build | None = None
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     global _build
     _build = _Build(config)
+    if _build.runs.settings.warm and _build.runs.likely_to_run(_all_proofs()):
+        proof_launch.prewarm()  # torch imports in the warm interpreter while MkDocs reads the site
     if CSS not in config.extra_css:
         config.extra_css.append(CSS)
     return config

@@ -1,6 +1,7 @@
 """Stage 2: running one proof in its own process (no MkDocs involved)."""
 
 import os
+import sys
 import textwrap
 import time
 
@@ -216,12 +217,6 @@ def test_stamp(tmp_path):
     assert stamp["device"] == "cpu"
 
 
-def test_warm_runs_fork_a_preloaded_interpreter_unless_marked_cold(tmp_path, launcher):
-    source = "import sys\npreloaded = 'torch' in sys.modules\n"
-    assert run(tmp_path, source).values["preloaded"] is (launcher == "warm")
-    assert run(tmp_path, "# proof: cold-start\n" + source).values["preloaded"] is False
-
-
 def test_random_state_is_fresh_in_every_run(tmp_path):
     source = "import random, numpy\nr = random.random()\nn = float(numpy.random.rand())\n"
     first, second = run(tmp_path, source).values, run(tmp_path, source).values
@@ -248,11 +243,3 @@ def test_torch_ops_and_threads_work_in_the_child(tmp_path):
 def test_atexit_handlers_of_the_proof_run(tmp_path):
     outcome = run(tmp_path, "import atexit\natexit.register(print, 'bye')\nprint('hi')\n")
     assert outcome.output == "hi\nbye\n"
-
-
-def test_runs_alone_when_it_times_things():
-    assert proof_launch.runs_alone("import timeit\n")
-    assert proof_launch.runs_alone("t = time.perf_counter()\n")
-    assert not proof_launch.runs_alone("import torch\nprint(torch.ones(1))\n")
-    assert proof_launch.runs_alone("# proof: alone\nx = 1\n")
-    assert not proof_launch.runs_alone("# proof: side-by-side\nimport timeit\n")
