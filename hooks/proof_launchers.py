@@ -123,7 +123,7 @@ class WarmLauncher:
         status = _StatusReader(status_read)
         try:
             pid = status.next(time.monotonic() + ZYGOTE_START_TIMEOUT)["pid"]
-            output, timed_out = collect(out_read, status.has_data, timeout)
+            output, timed_out = collect(out_read, status.has_data, timeout, wake_fd=status.fd)
             if timed_out:
                 kill_group(pid, leader_alive=True)
             returncode = status.next(time.monotonic() + 30)["returncode"]
@@ -178,13 +178,8 @@ class WarmLauncher:
             self._channel.close()  # the zygote reads end-of-file and leaves
             self._channel = None
         if self._process is not None:
-            if not self._answered:
-                self._process.kill()  # still importing: no need to wait for that
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            self._process.kill()  # it holds nothing worth a clean exit; its proofs have ended
+            self._process.wait()
             self._process = None
 
 
@@ -219,23 +214,27 @@ def _readable(fd: int, timeout: float) -> bool:
         return bool(selector.select(timeout))
 
 
-def collect(fd: int, exited: Callable[[], bool], timeout: float) -> tuple[bytes, bool]:
+def collect(fd: int, exited: Callable[[], bool], timeout: float, wake_fd: int | None = None) -> tuple[bytes, bool]:
     """Read output until the process has exited or ``timeout`` passes; keep a capped prefix.
 
-    Returns (output, timed out). Once the process has exited, only what is already in the pipe
-    is read: a grandchild holding the pipe open cannot keep the build waiting.
+    Returns (output, timed out). ``wake_fd``, if given, becomes readable when the process ends,
+    so the wait ends at once. Once the process has exited, only what is already in the pipe is
+    read: a grandchild holding the pipe open cannot keep the build waiting.
     """
     deadline = time.monotonic() + timeout
     kept, dropped = bytearray(), 0
     os.set_blocking(fd, False)
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
+        if wake_fd is not None:
+            selector.register(wake_fd, selectors.EVENT_READ)
         while True:
             done = exited()
             remaining = deadline - time.monotonic()
             if remaining <= 0 and not done:
                 return _capped(kept, dropped), True
-            if selector.select(timeout=0 if done else min(remaining, 0.05)):
+            ready = {key.fd for key, _ in selector.select(timeout=0 if done else min(remaining, 0.05))}
+            if fd in ready:
                 chunk = _read_available(fd)
                 if chunk is None:  # end of output
                     break
