@@ -24,7 +24,6 @@ def test_summary_shows_backticks_as_code():
 STAMP = {
     "machine": "Some CPU", "cores": 2, "os": "Linux 6.1", "python": "3.11.7", "torch": "2.13.0+cpu",
     "matplotlib": "3.11.2", "device": "cpu", "date": "2026-11-29 10:00 UTC", "duration_s": 1.234,
-    "uses": {"torch": "2.13.0+cpu", "matplotlib": "3.11.2"},
 }
 
 
@@ -50,9 +49,12 @@ def test_summary_is_the_docstring_first_line():
     assert summary("x = (\n") == ""
 
 
-def test_install_line_pins_what_the_proof_imported():
-    assert install_line(outcome(), "p.py") == "pip install torch==2.13.0 matplotlib==3.11.2 && python p.py"
-    assert install_line(outcome(stamp={"uses": {}}), "p.py") == "python p.py"
+def test_install_line_pins_what_the_proof_imports():
+    both = "import torch\nfrom matplotlib import pyplot as plt\n"
+    assert install_line(both, outcome(), "p.py") == "pip install torch==2.13.0 matplotlib==3.11.2 && python p.py"
+    assert install_line("import torch.nn as nn\n", outcome(), "p.py") == "pip install torch==2.13.0 && python p.py"
+    assert install_line("import numpy, json\n", outcome(), "p.py") == "python p.py"
+    assert install_line("x = (\n", outcome(), "p.py") == "python p.py"
 
 
 def test_stamp_line():
@@ -131,7 +133,7 @@ def test_inline_svg():
 def test_card_shows_everything_and_escapes_output():
     html = card(
         "p.py",
-        '"""Proves it."""\nprint("<b>")\n',
+        '"""Proves it."""\nimport torch, matplotlib\nprint("<b>")\n',
         outcome(output="<script>alert(1)</script> {{ x }}\n", figures=[{"svg": SVG, "alt": "A <title>"}]),
         download="../proofs/p.py",
         figure_prefix="pf1",
@@ -140,7 +142,7 @@ def test_card_shows_everything_and_escapes_output():
     assert '<div class="proof-card" id="proof-p">' in html
     assert '<span class="proof-card__name">p.py</span>' in html
     assert '<p class="proof-card__summary">Proves it.</p>' in html
-    assert "<summary>Source: 2 lines of Python</summary>" in html
+    assert "<summary>Source: 3 lines of Python</summary>" in html
     assert '<a class="proof-card__download" href="../proofs/p.py" download="p.py">Download and run</a>' in html
     assert "<code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
