@@ -93,6 +93,35 @@ def proof_name(link: ProofLink, proofs_dir: str) -> str:
     return relative.replace(os.sep, "/")
 
 
+def resolve(links: list[ProofLink], proofs_dir: str) -> list[tuple[ProofLink, str | None, LinkError | None]]:
+    """Each link with its proof's name under ``proofs_dir``, or the LinkError that stops it."""
+    resolved = []
+    for link in links:
+        try:
+            check_variable_name(link)
+            resolved.append((link, proof_name(link, proofs_dir), None))
+        except LinkError as error:
+            resolved.append((link, None, error))
+    return resolved
+
+
+def files_under(proofs_dir: str) -> list[str]:
+    """Every file under ``proofs_dir`` (POSIX paths relative to it), hidden ones and caches aside."""
+    found = []
+    for folder, subfolders, names in os.walk(proofs_dir):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__pycache__")))
+        for name in sorted(names):
+            if not name.startswith("."):
+                found.append(os.path.relpath(os.path.join(folder, name), proofs_dir).replace(os.sep, "/"))
+    return found
+
+
+def is_proof(relative: str) -> bool:
+    """A proof is a .py file; one whose name starts with '_' is a helper that proofs import."""
+    name = relative.rsplit("/", 1)[-1]
+    return name.endswith(".py") and not name.startswith("_")
+
+
 def _is_local_script(path: str) -> bool:
     return path.endswith(".py") and "://" not in path and not path.startswith(("/", "mailto:"))
 

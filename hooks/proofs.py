@@ -74,17 +74,6 @@ class _Build:
     def shown(self, file: File) -> str:
         return os.path.relpath(os.path.join(self.docs_dir, file.src_uri), self.root).replace(os.sep, "/")
 
-    def resolved(self, file: File, links: list) -> list[tuple]:
-        """(link, proof or None, LinkError or None) for each link."""
-        result = []
-        for link in links:
-            try:
-                proof_links.check_variable_name(link)
-                result.append((link, proof_links.proof_name(link, self.proofs_dir), None))
-            except proof_links.LinkError as error:
-                result.append((link, None, error))
-        return result
-
 
 _build: _Build | None = None
 
@@ -110,7 +99,7 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
         return markdown
-    resolved = _build.resolved(page.file, proof_links.find_links(markdown, _build.page_dir(page.file)))
+    resolved = proof_links.resolve(proof_links.find_links(markdown, _build.page_dir(page.file)), _build.proofs_dir)
     here = {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD}
     slots, warned, pieces, last = {}, set(), [], 0
     for link, proof, error in resolved:
@@ -167,13 +156,8 @@ def on_shutdown() -> None:
 def _publish(files: Files, config: MkDocsConfig) -> None:
     """Every file under proofs/ goes into the site at proofs/<path>, with the card's CSS."""
     wanted = [(CSS, os.path.join(HERE, "proof_card.css"))]
-    for folder, subfolders, names in os.walk(_build.proofs_dir):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__pycache__")))
-        for name in sorted(names):
-            if not name.startswith("."):
-                path = os.path.join(folder, name)
-                uri = "proofs/" + os.path.relpath(path, _build.proofs_dir).replace(os.sep, "/")
-                wanted.append((uri, path))
+    for relative in proof_links.files_under(_build.proofs_dir):
+        wanted.append((f"proofs/{relative}", os.path.join(_build.proofs_dir, *relative.split("/"))))
     for uri, path in wanted:
         existing = files.get_file_from_path(uri)
         if existing is not None:
@@ -189,7 +173,7 @@ def _scan_pages(files: Files) -> None:
         if not links:
             continue
         title = _TITLE.search(markdown)
-        resolved = _build.resolved(file, links)
+        resolved = proof_links.resolve(links, _build.proofs_dir)
         _build.pages[file.src_uri] = (file, title[1] if title else file.src_uri, resolved)
         for link, proof, _ in resolved:
             if proof and link.kind == proof_links.CARD:
@@ -218,13 +202,7 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
 
 
 def _all_proofs() -> list[str]:
-    found = []
-    for folder, subfolders, names in os.walk(_build.proofs_dir):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith((".", "__pycache__")))
-        for name in sorted(names):
-            if name.endswith(".py") and not name.startswith(("_", ".")):
-                found.append(os.path.relpath(os.path.join(folder, name), _build.proofs_dir).replace(os.sep, "/"))
-    return found
+    return [relative for relative in proof_links.files_under(_build.proofs_dir) if proof_links.is_proof(relative)]
 
 
 def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) -> str:

@@ -4,7 +4,17 @@ import os
 
 import pytest
 
-from proof_links import CARD, REF, VALUE, LinkError, check_variable_name, find_links, proof_name
+from proof_links import (
+    CARD,
+    REF,
+    VALUE,
+    LinkError,
+    check_variable_name,
+    files_under,
+    find_links,
+    is_proof,
+    proof_name,
+)
 
 
 def kinds(markdown, page_dir="/site/docs"):
@@ -116,3 +126,11 @@ def test_variable_must_be_an_identifier():
         "link [v](../proofs/p.py#9lives): '#9lives' is not a variable name; "
         "write '#name' or '#name:format', e.g. '#tiny_us:.2f'"
     )
+
+
+def test_files_under_proofs_skips_hidden_files_and_caches(tmp_path):
+    for name in ["a.py", "_helper.py", "data.csv", ".hidden.py", "sub/b.py", "__pycache__/a.pyc", ".git/x"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert files_under(str(tmp_path)) == ["_helper.py", "a.py", "data.csv", "sub/b.py"]
+    assert [f for f in files_under(str(tmp_path)) if is_proof(f)] == ["a.py", "sub/b.py"]
