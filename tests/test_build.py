@@ -172,4 +172,5 @@ def test_drop_in_needs_no_other_configuration(site):
     html = site.html()
     assert 'href="assets/proofs/proof_card.css"' in html
     assert (site.root / "site" / "assets" / "proofs" / "proof_card.css").exists()
-    assert '<div class="copy"><div class="highlight">' in html  # Material adds a copy button to .copy
+    assert '<div class="copy" id="proof-a-source"><div class="highlight">' in html  # Material's copy button
+    assert '<pre class="proof-card__output" id="proof-a-output">' in html  # its own id: its own button

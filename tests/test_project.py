@@ -39,7 +39,6 @@ def test_no_measured_number_is_typed_into_a_page(page):
     assert typed_numbers(page.read_text()) == [], f"{page.relative_to(REPO)}: bind these to a proof value"
 
 
-@pytest.mark.xdist_group("project")
 @pytest.mark.parametrize("name", PROOFS)
 def test_each_proof_runs_alone_by_hand(name, tmp_path):
     """Copied into an empty folder, `python NAME.py` works and stays within the time budget.
@@ -63,7 +62,6 @@ def test_each_proof_runs_alone_by_hand(name, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("project")
 def test_project_site_builds_strictly_and_a_second_build_runs_no_proof(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFS_")}
     env.update(NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true")

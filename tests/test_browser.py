@@ -1,0 +1,427 @@
+"""The readers' site in a real browser: Debian's chromium, driven by Playwright.
+
+The project's site is built once, as the GitHub Pages workflow builds it (a site URL, and a
+github.com repository URL, the setting that would make Material ask api.github.com for stars),
+and served on 127.0.0.1. Every request to any other host is recorded and refused, as if there
+were no network. Screenshots (light, dark, phone) land in tests/screenshots/, which git ignores.
+
+The tests share one build and one browser per pytest process. Under xdist each worker that
+runs some of them builds its own copy (the builds take turns, so only the first runs proofs).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import sync_playwright
+
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    EDIT_URI,
+    REPO,
+    REPO_URL,
+    SCREENSHOTS,
+    StaticServer,
+    broken_internal_links,
+    build_site,
+    contrast,
+    css_rgba,
+    ink_fraction,
+    over,
+    site_pages,
+)
+
+pytestmark = [
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM),
+        reason=f"the browser tests need Debian's chromium at {CHROMIUM} (CI installs it: apt-get install chromium)",
+    ),
+]
+
+SITE_NAME = "PyTorch, floor by floor"
+SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme -> Material's scheme
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+MIN_CONTRAST = 3.0  # WCAG 1.4.11, graphics; the figures' text and axes reach far more
+MIN_INK = 0.005  # at least this share of a figure's pixels stands out from the page at MIN_CONTRAST
+PROOFS = sorted(p.name for p in (REPO / "proofs").glob("*.py"))
+
+
+@dataclass
+class Served:
+    base: str  # http://127.0.0.1:PORT/
+    folder: Path
+    pages: list[str]  # URL paths relative to base: "", "part-0/", "proofs/", "404.html"
+
+
+@pytest.fixture(scope="session")
+def build_lock(tmp_path_factory) -> Path:
+    """A lock file that every xdist worker of this run sees (their base temp dirs share a parent)."""
+    return tmp_path_factory.getbasetemp().parent / "browser-tests-build.lock"
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory, build_lock) -> Served:
+    folder = tmp_path_factory.mktemp("browser") / "site"
+    folder.mkdir()
+    server = StaticServer(folder)  # started first: the build needs its URL as site_url
+    try:
+        result = build_site(folder, build_lock, SITE_URL=server.base, SITE_REPO_URL=REPO_URL,
+                            SITE_EDIT_URI=EDIT_URI)
+        assert result.returncode == 0, result.stderr[-4000:]
+        yield Served(server.base, folder, site_pages(folder))
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+class Tab:
+    """A page in its own browser context, offline but for 127.0.0.1, that records what went wrong."""
+
+    def __init__(self, browser, base: str, **options):
+        self.base = base
+        self.context = browser.new_context(**{**DESKTOP, **options})
+        self.foreign: list[str] = []  # requests to any other host (refused)
+        self.errors: list[str] = []  # console errors, uncaught exceptions, failed or 4xx/5xx loads
+        self.context.route("**/*", self._route)
+        self.context.on("request", self._note_request)  # also sees the search worker's requests
+        self.page = self.context.new_page()
+        self.page.on("console", lambda message: message.type == "error" and self.errors.append(
+            f"console error on {self.page.url}: {message.text}"))
+        self.page.on("pageerror", lambda error: self.errors.append(f"uncaught on {self.page.url}: {error}"))
+        self.page.on("requestfailed", lambda request: self.errors.append(
+            f"request failed: {request.url} ({request.failure})"))
+        self.page.on("response", lambda response: response.status >= 400 and self.errors.append(
+            f"HTTP {response.status}: {response.url}"))
+
+    def _local(self, url: str) -> bool:
+        return url.startswith(self.base) or url.startswith(("data:", "blob:", "about:"))
+
+    def _note_request(self, request) -> None:
+        if not self._local(request.url):
+            self.foreign.append(request.url)
+
+    def _route(self, route) -> None:
+        if self._local(route.request.url):
+            route.continue_()
+        else:
+            route.abort("internetdisconnected")
+
+    def open(self, path: str = ""):
+        self.page.goto(self.base + path, wait_until="networkidle")
+        return self.page
+
+    def assert_clean(self) -> None:
+        assert self.foreign == [], f"requests to other hosts: {sorted(set(self.foreign))}"
+        assert self.errors == [], "\n".join(self.errors)
+
+
+@pytest.fixture
+def open_tab(browser, served):
+    tabs: list[Tab] = []
+
+    def factory(**options) -> Tab:
+        tabs.append(Tab(browser, served.base, **options))
+        return tabs[-1]
+
+    yield factory
+    for tab in tabs:
+        tab.context.close()
+
+
+def screenshot(target, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(SCREENSHOTS / name))
+
+
+def center(locator) -> None:
+    """Scroll an element to the middle of the viewport, clear of the sticky header."""
+    locator.evaluate("el => el.scrollIntoView({block: 'center', inline: 'nearest'})")
+
+
+# --- offline, no errors ------------------------------------------------------------------------
+
+
+def test_every_page_loads_offline_with_no_error_and_search_works(open_tab, served):
+    assert {"", "part-0/", "proofs/"} <= set(served.pages)
+    tab = open_tab()
+    for path in served.pages:
+        page = tab.open(path)
+        assert page.title().endswith(SITE_NAME), (path, page.title())
+        assert page.locator("link[rel=icon]").get_attribute("href").endswith("assets/favicon.svg")
+        # the repository link is there (a github.com URL), and still no request left 127.0.0.1
+        assert page.locator(".md-header a.md-source").get_attribute("href") == REPO_URL
+        unloaded = page.evaluate(
+            "[...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        assert unloaded == [], f"{path}: images that did not load: {unloaded}"
+    page = tab.open("")
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("dispatcher")
+    page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
+    assert page.locator(".md-search-result__item").count() > 0
+    tab.assert_clean()
+
+
+def test_repository_and_edit_links_only_when_the_environment_names_a_repository(served, build_lock, tmp_path):
+    for page, source in (("index.html", "index.md"), ("part-0/index.html", "part-0.md")):
+        html = (served.folder / page).read_text()
+        assert f'href="{REPO_URL}" title="Go to repository" class="md-source"' in html
+        assert f'href="{REPO_URL}/{EDIT_URI}{source}"' in html, f"{page}: no edit link"
+    assert 'data-md-component="source"' not in (served.folder / "index.html").read_text()
+    assert 'rel="edit"' not in (served.folder / "proofs/index.html").read_text(), "the generated page has no source to edit"
+
+    plain = build_site(tmp_path / "plain", build_lock, timeout=600)  # no SITE_* at all: a plain local build
+    assert plain.returncode == 0, plain.stderr[-4000:]
+    html = (tmp_path / "plain" / "index.html").read_text()
+    assert "md-source" not in html and 'rel="edit"' not in html
+
+
+def test_palette_follows_the_system_then_toggles(open_tab):
+    tab = open_tab(color_scheme="dark")
+    page = tab.open("")
+    toggle = page.locator("form[data-md-component=palette] label:visible")
+    state = lambda: [page.evaluate("document.body.getAttribute('data-md-color-scheme')"),  # noqa: E731
+                     toggle.get_attribute("title")]
+    assert state() == ["slate", "Switch to light mode"], "with no stored choice the palette follows the system"
+    seen = []
+    for _ in range(3):  # system -> light -> dark -> system
+        toggle.click()
+        seen.append(state())
+    assert seen == [["default", "Switch to dark mode"], ["slate", "Switch to system preference"],
+                    ["slate", "Switch to light mode"]]
+    tab.assert_clean()
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+FIGURE_FACTS = """svg => {
+  let bg = 'rgba(0, 0, 0, 0)';
+  for (let el = svg.parentElement; el; el = el.parentElement) {
+    const colour = getComputedStyle(el).backgroundColor;
+    if (!/^rgba\\(.*,\\s*0\\)$/.test(colour) && colour !== 'transparent') { bg = colour; break; }
+  }
+  const box = svg.getBoundingClientRect();
+  // matplotlib draws text as glyph paths placed by <use transform=...>; markers are <use x= y=>
+  const glyphs = [...svg.querySelectorAll('use:not([x])')].filter(use => !use.closest('defs')).map(use => {
+    const style = getComputedStyle(use);
+    return [style.fill, Number(style.fillOpacity) * Number(style.opacity)];
+  });
+  return {label: svg.getAttribute('aria-label') || '', role: svg.getAttribute('role'),
+          colour: getComputedStyle(svg).color, background: bg, width: box.width, height: box.height,
+          glyphs: [...new Map(glyphs.map(g => [g.join(), g])).values()]};
+}"""
+
+
+@pytest.mark.parametrize("system", ["light", "dark"])
+def test_part_0_figures_are_drawn_and_stand_out_in_both_palettes(open_tab, system):
+    tab = open_tab(color_scheme=system)
+    page = tab.open("part-0/")
+    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == SCHEMES[system]
+    screenshot(page, f"{system}-part-0.png")
+    figures = page.locator(".proof-card__figure svg")
+    assert figures.count() >= 8
+    problems = []
+    for index in range(figures.count()):
+        svg = figures.nth(index)
+        center(svg)
+        facts = svg.evaluate(FIGURE_FACTS)
+        name = f"figure {index + 1} ({facts['label'][:50]!r})"
+        background = css_rgba(facts["background"])
+        ink = over(css_rgba(facts["colour"]), background)
+        ratio = contrast(ink, background)
+        share = ink_fraction(svg.screenshot(), background, MIN_CONTRAST)
+        if facts["role"] != "img" or facts["label"].strip().lower() in ("", "figure"):
+            problems.append(f"{name}: no alt text (role={facts['role']!r}, aria-label={facts['label']!r})")
+        if facts["width"] < 200 or facts["height"] < 100:
+            problems.append(f"{name}: drawn at {facts['width']:.0f}x{facts['height']:.0f} px")
+        if ratio < MIN_CONTRAST:
+            problems.append(f"{name}: text colour {facts['colour']} on {facts['background']} is {ratio:.2f}:1")
+        faint = sorted({fill for fill, opacity in facts["glyphs"] if fill.startswith("rgb") and contrast(
+            over(css_rgba(fill)[:3] + (css_rgba(fill)[3] * opacity,), background), background) < MIN_CONTRAST})
+        if not facts["glyphs"] or faint:
+            problems.append(f"{name}: text drawn in {faint or 'nothing'} on {facts['background']}, under {MIN_CONTRAST}:1")
+        if share < MIN_INK:
+            problems.append(f"{name}: only {share:.2%} of its pixels stand out {MIN_CONTRAST}:1 from the page")
+    assert problems == [], "\n".join(problems)
+
+    # Figure 2, the depth gauge, is a pair of images: only the one for this palette shows.
+    gauges = page.evaluate("""[...document.querySelectorAll('img[src*="assets/gauge/"]')].map(i => (
+        {src: i.getAttribute('src'), shown: i.offsetWidth > 0, width: i.offsetWidth, alt: i.alt}))""")
+    shown = [g for g in gauges if g["shown"]]
+    assert gauges and len(shown) * 2 == len(gauges)
+    assert all(f"-{system}.svg#only-{system}" in g["src"] and g["width"] >= 200 and g["alt"] for g in shown), shown
+
+    # the screenshot of a card: the figure with the most colours, reached by scrolling down
+    colours = [figures.nth(i).evaluate("svg => new Set(svg.innerHTML.match(/#[0-9a-f]{6}/gi)).size")
+               for i in range(figures.count())]
+    page.evaluate("window.scrollTo(0, 0)")
+    center(figures.nth(colours.index(max(colours))))
+    page.wait_for_timeout(500)  # Material's header swaps its title as the page scrolls
+    screenshot(page, f"{system}-card.png")
+    tab.assert_clean()
+
+
+# --- downloads -----------------------------------------------------------------------------------
+
+
+def test_every_download_link_returns_the_bytes_in_proofs(open_tab, served):
+    tab = open_tab()
+    links = {}
+    for path in ("", "part-0/", "proofs/"):
+        page = tab.open(path)
+        for href, download in page.evaluate("""[...document.querySelectorAll('a[href$=".py"]')]
+                .map(a => [a.href, a.getAttribute('download')])"""):
+            links.setdefault(href, set()).add(download)
+    prefix = served.base + "proofs/"
+    assert all(href.startswith(prefix) for href in links), sorted(links)
+    assert sorted(href.removeprefix(prefix) for href in links) == PROOFS, "every proof is downloadable"
+    for href, downloads in links.items():
+        name = urllib.parse.unquote(href.removeprefix(prefix))
+        response = tab.context.request.get(href)
+        assert response.ok, href
+        assert response.body() == (REPO / "proofs" / name).read_bytes(), f"{href} is not proofs/{name}"
+        assert downloads <= {None, name}, f"{href} saves as {downloads}"
+
+    # and a real click on a card's "Download and run" saves that file
+    page = tab.open("part-0/")
+    link = page.locator("a.proof-card__download").first
+    with page.expect_download() as download:
+        link.click()
+    saved = Path(download.value.path()).read_bytes()
+    name = download.value.suggested_filename
+    assert saved == (REPO / "proofs" / name).read_bytes()
+    tab.assert_clean()
+
+
+# --- instant navigation --------------------------------------------------------------------------
+
+PART_0_FACTS = """() => ({
+  title: document.title,
+  url: location.href,
+  cards: [...document.querySelectorAll('.proof-card')].map(card => ({
+    id: card.id,
+    copy: card.querySelectorAll('button.md-code__button[data-md-type=copy]').length,
+    figures: [...card.querySelectorAll('.proof-card__figure svg')].map(svg => {
+      const box = svg.getBoundingClientRect();
+      return [svg.getAttribute('aria-label'), Math.round(box.width), Math.round(box.height)];
+    }),
+  })),
+  gauges: [...document.querySelectorAll('img[src*="assets/gauge/"]')].filter(i => i.offsetWidth > 0).length,
+})"""
+
+
+def test_instant_navigation_to_part_0_shows_what_a_direct_load_shows(open_tab, served):
+    tab = open_tab()
+    direct = tab.open("part-0/").evaluate(PART_0_FACTS)
+    copy_buttons = sum(card["copy"] for card in direct["cards"])
+    assert len(direct["cards"]) >= 12 and copy_buttons >= len(direct["cards"])
+
+    page = tab.open("")
+    page.evaluate("window.__stillTheSameDocument = true")
+    page.locator("article").get_by_role("link", name="Read Part 0").click()
+    page.wait_for_url(served.base + "part-0/")
+    page.wait_for_function(
+        "n => document.querySelectorAll('.proof-card button.md-code__button[data-md-type=copy]').length >= n",
+        arg=copy_buttons)
+    page.wait_for_function("[...document.images].every(image => image.complete)")
+    assert page.evaluate("window.__stillTheSameDocument === true"), (
+        "the click reloaded the page: instant navigation did not take it (is site_url set?)")
+    assert page.evaluate(PART_0_FACTS) == direct
+    tab.assert_clean()
+
+
+def test_each_copy_button_copies_its_own_block(open_tab, served):
+    tab = open_tab()
+    tab.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base.rstrip("/"))
+    page = tab.open("part-0/")
+    card = page.locator(".proof-card").first
+    card.locator(".proof-card__source > summary").click()
+    for block in (card.locator(".proof-card__source pre"), card.locator("pre.proof-card__output")):
+        block.hover()
+        block.locator("button.md-code__button[data-md-type=copy]").click()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied.strip() == block.locator("code").inner_text().strip()
+    tab.assert_clean()
+
+
+# --- phone ---------------------------------------------------------------------------------------
+
+OVERFLOW = """() => {
+  // Elements that reach past the viewport's right edge without a scrolling box of their own that fits.
+  const limit = innerWidth + 1, out = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.right <= limit) continue;
+    let inside = false;
+    for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+      if (getComputedStyle(up).overflowX !== 'visible' && up.getBoundingClientRect().right <= limit) {
+        inside = true; break;
+      }
+    }
+    if (!inside) out.push(`${el.tagName.toLowerCase()}.${[...el.classList].join('.')} to ${Math.round(box.right)} px`);
+  }
+  const wide = [...document.querySelectorAll('.proof-card pre > code')].filter(c => c.scrollWidth > c.clientWidth);
+  return {
+    scrollWidth: document.documentElement.scrollWidth, innerWidth,
+    escaping: out.slice(0, 10),
+    wideNotScrolling: wide.filter(c => !['auto', 'scroll'].includes(getComputedStyle(c).overflowX)).length,
+    wideOutputs: wide.length,
+  };
+}"""
+
+
+def test_phone_no_sideways_scroll_and_wide_output_scrolls_in_its_box(open_tab, served):
+    tab = open_tab(**PHONE)
+    for path in served.pages:
+        page = tab.open(path)
+        facts = page.evaluate(OVERFLOW)
+        assert facts["scrollWidth"] <= facts["innerWidth"], (path, facts)
+        assert facts["escaping"] == [], (path, facts)
+        assert facts["wideNotScrolling"] == 0, (path, facts)
+        page.evaluate("window.scrollTo(400, 0)")
+        assert page.evaluate("window.scrollX") == 0, path
+        if path == "part-0/":
+            assert facts["wideOutputs"] > 0, "Part 0 has wide output: it must scroll inside its box"
+            page.evaluate("window.scrollTo(0, 0)")
+            screenshot(page, "phone-part-0.png")
+            center(page.locator(".proof-card", has=page.locator(".proof-card__figure")).first)
+            page.wait_for_timeout(500)  # Material's header swaps its title as the page scrolls
+            screenshot(page, "phone-card.png")
+    tab.assert_clean()
+
+
+# --- accessibility -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", ["light", "dark"])
+@pytest.mark.parametrize("path", ["", "part-0/"], ids=["home", "part-0"])
+def test_axe_finds_no_serious_or_critical_violation(open_tab, path, system):
+    tab = open_tab(color_scheme=system)
+    page = tab.open(path)
+    results = Axe().run(page)
+    serious = [v for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+    report = "\n".join(
+        f"{v['id']} ({v['impact']}): {v['help']} - {len(v['nodes'])} element(s), first: "
+        f"{v['nodes'][0]['target']} {v['nodes'][0]['failureSummary']!r}"
+        for v in serious)
+    assert serious == [], report
+
+
+# --- links ---------------------------------------------------------------------------------------
+
+
+def test_every_internal_link_and_image_in_the_built_site_resolves(served):
+    assert broken_internal_links(served.folder, served.base) == []
