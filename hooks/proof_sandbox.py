@@ -36,6 +36,7 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
     die_with_parent()
     install_figure_hook()
     namespace = _become_main(proof_path)
+    already_loaded = set(sys.modules)
     started = time.perf_counter()
     error, exit_code = None, 0
     try:
@@ -54,7 +55,7 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
         "values": _values(namespace),
         "figures": _FigureHook.collect(),
         "error": error,
-        "deps": _helper_digests(proof_path, proofs_dir),
+        "deps": _helper_digests(proof_path, proofs_dir, already_loaded),
         "stamp": _stamp(duration),
     }
     _write_json(report_path, report)
@@ -178,12 +179,12 @@ def _plain(value):
     return {"unsupported": type(value).__name__}
 
 
-def _helper_digests(proof_path: str, proofs_dir: str) -> dict:
+def _helper_digests(proof_path: str, proofs_dir: str, already_loaded: set) -> dict:
     """sha256 of every module the proof imported from proofs/ (the cache must watch them)."""
     digests = {}
     proof = os.path.abspath(proof_path)
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) if name not in already_loaded else None
         if not path or not _inside(path, proofs_dir) or os.path.abspath(path) == proof:
             continue
         if os.path.isfile(path):

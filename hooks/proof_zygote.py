@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 import threading
+import weakref
 
 import proof_sandbox
 
@@ -49,6 +50,11 @@ def main(fd: int) -> None:
     if problem:
         _send(channel, {"ready": False, "reason": problem})
         return
+    # The preloaded modules' exit handlers (torch tears down its operator libraries one by one)
+    # only free memory; a child leaves with os._exit, which frees it all at once. Children run
+    # only the exit handlers their proof registers.
+    atexit._clear()
+    weakref.finalize._registered_with_atexit = False
     _send(channel, {"ready": True, "preloaded": [name for name in PRELOAD if name in sys.modules]})
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
     while True:

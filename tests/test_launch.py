@@ -243,3 +243,8 @@ def test_torch_ops_and_threads_work_in_the_child(tmp_path):
 def test_atexit_handlers_of_the_proof_run(tmp_path):
     outcome = run(tmp_path, "import atexit\natexit.register(print, 'bye')\nprint('hi')\n")
     assert outcome.output == "hi\nbye\n"
+
+
+def test_finalizers_of_the_proof_run_at_exit(tmp_path):
+    outcome = run(tmp_path, "import weakref\nclass Box: pass\nbox = Box()\nweakref.finalize(box, print, 'finalized')\n")
+    assert outcome.output == "finalized\n"
