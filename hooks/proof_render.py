@@ -54,6 +54,7 @@ def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix
         outcome=outcome,
         ok=outcome.status == OK,
         expected=markers(source).get("raises"),
+        source_open="show-source" in markers(source),
         figures=[
             {"svg": inline_svg(f["svg"], f"{figure_prefix}-{i}", f["alt"]), "alt": f["alt"]}
             for i, f in enumerate(outcome.figures, 1)
@@ -87,18 +88,12 @@ def install_line(source: str, outcome: Outcome, name: str) -> str:
 
 
 def imported_packages(source: str) -> list[str]:
-    """Which of torch and matplotlib the script imports (its own source, not its helpers)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
-    return [package for package in ("torch", "matplotlib") if package in roots]
+    """Which of torch and matplotlib the script imports, even in code it hands a subprocess."""
+    found = []
+    for package in ("torch", "matplotlib"):
+        if re.search(rf"\b(?:import|from)\s+(?:[\w.]+\s*,\s*)*{package}\b", source):
+            found.append(package)
+    return found
 
 
 def stamp_line(outcome: Outcome) -> str:

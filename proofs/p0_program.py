@@ -2,6 +2,7 @@
 
 The data is synthetic (fixed seed), so every run prints the same story on the same machine.
 """
+# proof: show-source
 import matplotlib.pyplot as plt
 import torch
 from torch import nn

@@ -82,17 +82,22 @@ if available:
     vmap_keys = str(zoo["inside vmap"][0])
     tls_include = str(include_default)
     n_plain_keys = len(names(zoo["plain CPU float"][0]))
+    # the same sets as prose, highest priority first (the order the dispatcher tries them)
+    plain_by_priority = ", ".join(reversed(names(zoo["plain CPU float"][0])))
+    inference_by_priority = ", ".join(reversed(names(zoo["made in inference_mode"][0])))
     n_excluded_default = len(names(exclude_default))
     n_excluded_autocast = len(names(exclude_autocast))
     autocast_cpu_left_exclude = ("AutocastCPU" in names(exclude_default)
                                  and "AutocastCPU" not in names(exclude_autocast))
 else:
     plain_keys = inference_keys = meta_keys = "not available in this torch"
+    plain_by_priority = inference_by_priority = "not available in this torch"
     sparse_keys = vmap_keys = tls_include = "not available in this torch"
     grad_same_as_plain = autocast_cpu_left_exclude = False
     n_plain_keys = n_excluded_default = n_excluded_autocast = 0
 
-print(f"torch {torch.__version__}; key sets via private torch._C._dispatch_keys")
+print(f"torch {torch.__version__}; key sets via private torch._C._dispatch_keys,")
+print("each listed lowest priority first")
 if available:
     for label, (ks, _) in zoo.items():
         print(f"  {label:23s} {', '.join(names(ks))}")

@@ -40,12 +40,13 @@ input_mib = N_ELEMENTS * x.element_size() / 2**20
 saved_tensors = len(saved)
 saved_mib = sum(nbytes for nbytes, _, _ in saved) / 2**20
 saved_is_input = sum(is_x for _, is_x, _ in saved)  # x is saved by reference, not copied
+extra_mib = saved_mib - saved_is_input * input_mib  # what saving cost beyond x itself
 
 print(f"loss = x.sin().exp().relu().sum(), x: {N_ELEMENTS:,} float32 = {input_mib:.2f} MiB")
 for name, attrs in chain:
     print(f"  {name:13s} saves {', '.join(attrs)}")
 print(f"the pack hook saw {saved_tensors} tensors, {saved_mib:.2f} MiB"
-      f" ({saved_is_input} of them is x itself)")
+      f" ({saved_is_input} of them is x itself, so {extra_mib:.2f} MiB beyond the input)")
 
 loss.backward()
 alive = [is_x for _, is_x, ref in saved if ref() is not None]

@@ -55,6 +55,15 @@ def test_install_line_pins_what_the_proof_imports():
     assert install_line("import torch.nn as nn\n", outcome(), "p.py") == "pip install torch==2.13.0 && python p.py"
     assert install_line("import numpy, json\n", outcome(), "p.py") == "python p.py"
     assert install_line("x = (\n", outcome(), "p.py") == "python p.py"
+    child = 'subprocess.run([sys.executable, "-c", "import torch; print(torch.ones(1))"])\n'
+    assert install_line(child, outcome(), "p.py") == "pip install torch==2.13.0 && python p.py"
+
+
+def test_source_is_folded_unless_the_proof_asks_to_show_it():
+    folded = card("p.py", "x = 1\n", outcome(), download="p.py", figure_prefix="x", card_id="c")
+    shown = card("p.py", "# proof: show-source\nx = 1\n", outcome(), download="p.py", figure_prefix="x", card_id="c")
+    assert '<details class="proof-card__source">' in folded
+    assert '<details class="proof-card__source" open>' in shown
 
 
 def test_stamp_line():
