@@ -348,7 +348,7 @@ def test_each_copy_button_copies_its_own_block(open_tab, served):
     tab.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base.rstrip("/"))
     page = tab.open("part-0/")
     card = page.locator(".proof-card").first
-    card.locator(".proof-card__source > summary").click()
+    card.locator("details.proof-card__source").evaluate("details => { details.open = true; }")
     for block in (card.locator(".proof-card__source pre"), card.locator("pre.proof-card__output")):
         block.hover()
         block.locator("button.md-code__button[data-md-type=copy]").click()
