@@ -42,7 +42,7 @@ def anchor(proof: str) -> str:
 
 def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix: str, card_id: str) -> str:
     """The proof card's HTML."""
-    name = proof.rsplit("/", 1)[-1]
+    name, marks = proof.rsplit("/", 1)[-1], markers(source)
     return _TEMPLATES.get_template("proof_card.html").render(
         id=card_id,
         name=name,
@@ -53,8 +53,8 @@ def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix
         install=install_line(source, outcome, name),
         outcome=outcome,
         ok=outcome.status == OK,
-        expected=markers(source).get("raises"),
-        source_open="show-source" in markers(source),
+        expected=marks.get("raises"),
+        source_open="show-source" in marks,
         figures=[
             {"svg": inline_svg(f["svg"], f"{figure_prefix}-{i}", f["alt"]), "alt": f["alt"]}
             for i, f in enumerate(outcome.figures, 1)

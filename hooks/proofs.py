@@ -63,7 +63,7 @@ class _Build:
         cache = proof_cache.ProofCache(os.path.join(self.root, ".cache", "proofs"), proof_cache.environment())
         self.runs = proof_runs.Runs(self.proofs_dir, cache, settings)
         self.token = "PROOFCARD" + secrets.token_hex(6)
-        self.pages: dict[str, tuple[File, str, list]] = {}  # src_uri -> (file, title, links)
+        self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
         self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
@@ -91,7 +91,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     _publish(files, config)
     _scan_pages(files)
-    cited = list(dict.fromkeys(proof for _, _, links in _build.pages.values() for _, proof, _ in links if proof))
+    cited = list(dict.fromkeys(proof for _, links in _build.pages.values() for _, proof, _ in links if proof))
     _build.runs.prepare(cited, log.info)
     return _write_catalogue(files, config)
 
@@ -174,7 +174,7 @@ def _scan_pages(files: Files) -> None:
             continue
         title = _TITLE.search(markdown)
         resolved = proof_links.resolve(links, _build.proofs_dir)
-        _build.pages[file.src_uri] = (file, title[1] if title else file.src_uri, resolved)
+        _build.pages[file.src_uri] = (title[1] if title else file.src_uri, resolved)
         for link, proof, _ in resolved:
             if proof and link.kind == proof_links.CARD:
                 _build.card_home.setdefault(proof, file.src_uri)
@@ -186,7 +186,7 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
     entries = {}
     for proof in _all_proofs():
         entries[proof] = proof_catalogue.Entry(proof, proof_render.summary(_build.runs.source(proof)))
-    for uri, (_, title, links) in _build.pages.items():
+    for uri, (title, links) in _build.pages.items():
         cards = {p for link, p, _ in links if link.kind == proof_links.CARD}
         for proof in dict.fromkeys(p for _, p, _ in links if p in entries):
             href = _md_href(uri, proof_catalogue.PAGE)
