@@ -10,6 +10,7 @@ reads in the light and the dark palette.
 from __future__ import annotations
 
 import io
+import sys
 
 from matplotlib import _pylab_helpers
 from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas  # noqa: F401
@@ -64,6 +65,9 @@ def _capture(figure) -> None:
     _rendering = True
     try:
         _save_to_file(figure, buffer, format="svg", metadata={"Date": None})
+    except Exception as exc:  # by hand nothing would draw it: say so, and do not fail the proof
+        print(f"[figure '{_describe(figure)}' could not be drawn as SVG: {exc!r}]", file=sys.stderr)
+        return
     finally:
         _rendering = False
     entry = _captured.setdefault(id(figure), {"figure": figure})

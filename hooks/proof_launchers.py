@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SANDBOX = os.path.join(HERE, "proof_sandbox.py")
 ZYGOTE = os.path.join(HERE, "proof_zygote.py")
 MAX_OUTPUT_BYTES = 64 * 1024
+MAX_DRAIN_BYTES = 1024 * 1024  # read after the proof ended, at most (a pipe holds far less)
 ZYGOTE_START_TIMEOUT = 120.0
 
 
@@ -67,10 +68,12 @@ class SpawnLauncher:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        output, timed_out = collect(process.stdout.fileno(), lambda: process.poll() is not None, timeout)
-        kill_group(process.pid)
-        returncode = process.wait()
-        process.stdout.close()
+        try:
+            output, timed_out = collect(process.stdout.fileno(), lambda: _has_exited(process.pid), timeout)
+        finally:  # the leader is not reaped yet, so its id (and its group's) cannot be reused
+            kill_group(process.pid, leader_alive=True)
+            returncode = process.wait()
+            process.stdout.close()
         return Raw(output, returncode, timed_out)
 
 
@@ -93,6 +96,8 @@ class WarmLauncher:
 
     def start(self) -> None:
         with self._lock:
+            if self.unavailable and self.unavailable.startswith("it stopped"):
+                self.unavailable = None  # it failed once: a new build tries a new one
             if self._process is None and self.unavailable is None:
                 self._spawn()
 
@@ -111,27 +116,33 @@ class WarmLauncher:
                               "workdir": job.workdir}).encode()
         try:
             with self._lock:
+                if self._channel is None:
+                    raise OSError("the warm interpreter was stopped")
                 socket.send_fds(self._channel, [request], [out_write, status_write])
-        except OSError as exc:
+        except BaseException as exc:
             os.close(out_read)
             os.close(status_read)
-            self._give_up(f"it stopped answering ({exc})")
+            if isinstance(exc, OSError):
+                self._give_up(f"it stopped answering ({exc})")
             raise
         finally:
             os.close(out_write)
             os.close(status_write)
-        status = _StatusReader(status_read)
+        status, pid = _StatusReader(status_read), None
         try:
             pid = status.next(time.monotonic() + ZYGOTE_START_TIMEOUT)["pid"]
             output, timed_out = collect(out_read, status.has_data, timeout, wake_fd=status.fd)
             if timed_out:
                 kill_group(pid, leader_alive=True)
+            # the supervisor kills what is left of the group before it reaps the proof and reports
             returncode = status.next(time.monotonic() + 30)["returncode"]
-            kill_group(pid)
+            pid = None
         except (OSError, EOFError, TimeoutError) as exc:
             self._give_up(f"it stopped answering ({exc})")
             raise
         finally:
+            if pid is not None:  # something went wrong while the proof may still run
+                kill_group(pid, leader_alive=True)
             os.close(out_read)
             status.close()
         return Raw(output, returncode, timed_out)
@@ -222,7 +233,7 @@ def collect(fd: int, exited: Callable[[], bool], timeout: float, wake_fd: int | 
     read: a grandchild holding the pipe open cannot keep the build waiting.
     """
     deadline = time.monotonic() + timeout
-    kept, dropped = bytearray(), 0
+    kept, dropped, drained = bytearray(), 0, 0
     os.set_blocking(fd, False)
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
@@ -241,6 +252,10 @@ def collect(fd: int, exited: Callable[[], bool], timeout: float, wake_fd: int | 
                 room = max(MAX_OUTPUT_BYTES - len(kept), 0)
                 kept += chunk[:room]
                 dropped += len(chunk) - min(len(chunk), room)
+                if done:
+                    drained += len(chunk)
+                    if drained > MAX_DRAIN_BYTES:  # a grandchild still writing: stop listening
+                        break
                 continue
             if done:
                 break
@@ -262,11 +277,25 @@ def _capped(kept: bytearray, dropped: int) -> bytes:
 
 
 def kill_group(pid: int, leader_alive: bool = False) -> None:
-    """Kill the process group ``pid`` leads (the proof and anything it started)."""
+    """Kill the process group ``pid`` leads (the proof and anything it started).
+
+    Call it only while ``pid`` cannot have been reused: its leader alive or not yet reaped.
+    """
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         if leader_alive:  # it may not have made its own group yet
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     except PermissionError:
         pass
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether child ``pid`` has ended, without reaping it (its id stays ours until then)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True

@@ -80,9 +80,12 @@ class Runs:
             else:
                 landed(proof, recalled)
         together = [proof for proof in to_run if not runs_alone(self.source(proof))]
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+        try:
             for future in as_completed([pool.submit(self._run, proof) for proof in together]):
                 landed(*future.result())
+        finally:  # on Ctrl-C or an error, start nothing more
+            pool.shutdown(wait=True, cancel_futures=True)
         for proof in to_run:
             if proof not in together:
                 landed(*self._run(proof))

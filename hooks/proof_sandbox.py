@@ -41,7 +41,7 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
     error, exit_code = None, 0
     try:
         source = _read_source(proof_path)
-        exec(compile(source, proof_path, "exec"), namespace)
+        exec(compile(source, proof_path, "exec", dont_inherit=True), namespace)
     except SystemExit as stop:
         exit_code = _exit_code(stop)
     except BaseException as exc:  # the proof's own failure, reported, not raised

@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 import threading
+import traceback
 import weakref
 
 import proof_sandbox
@@ -104,6 +105,11 @@ def _supervise(request: dict, out_fd: int, status_fd: int) -> None:
         _become_proof(request, out_fd)
     os.close(out_fd)
     status.write(json.dumps({"pid": pid}) + "\n")
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: its id is still its own
+    try:
+        os.killpg(pid, signal.SIGKILL)  # whatever the proof left running in its group
+    except ProcessLookupError:
+        pass
     _, wait_status = os.waitpid(pid, 0)
     status.write(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}) + "\n")
     status.close()
@@ -127,6 +133,8 @@ def _become_proof(request: dict, out_fd: int) -> None:
     code = 1
     try:
         code = proof_sandbox.main(request["report"], request["proof"], request["proofs_dir"])
+    except BaseException:  # a fault of the engine, not of the proof: say what it was
+        traceback.print_exc()
     finally:
         _exit_like_python(code)
 

@@ -248,3 +248,32 @@ def test_atexit_handlers_of_the_proof_run(tmp_path):
 def test_finalizers_of_the_proof_run_at_exit(tmp_path):
     outcome = run(tmp_path, "import weakref\nclass Box: pass\nbox = Box()\nweakref.finalize(box, print, 'finalized')\n")
     assert outcome.output == "finalized\n"
+
+
+def test_the_proof_is_compiled_as_written_not_with_the_engines_future_imports(tmp_path):
+    outcome = run(tmp_path, "def f(a: undefined_name):\n    pass\n")
+    assert outcome.error == "raised NameError: name 'undefined_name' is not defined at line 1"
+
+
+def test_a_figure_that_cannot_be_drawn_is_noted_not_fatal(tmp_path):
+    outcome = run(tmp_path, """
+        import matplotlib.pyplot as plt
+        plt.figure()
+        plt.title(r"$\\frac{1}{$")
+        value = 3
+        print("value computed")
+        """)
+    assert (outcome.status, outcome.values, outcome.figures) == (OK, {"value": 3}, [])
+    assert outcome.output.startswith("value computed\n[figure '$\\frac{1}{$' could not be drawn as SVG: ValueError(")
+
+
+def test_a_grandchild_that_keeps_writing_cannot_keep_the_build_reading(tmp_path):
+    started = time.monotonic()
+    outcome = run(tmp_path, """
+        import subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import sys\\nwhile True: sys.stdout.write('y' * 65536)"])
+        print("parent done", flush=True)
+        """, timeout=60)
+    assert time.monotonic() - started < 20
+    assert outcome.status == OK
+    assert outcome.output.startswith("parent done\n")

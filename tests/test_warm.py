@@ -54,3 +54,21 @@ def test_the_zygote_refuses_to_fork_a_process_with_threads(tmp_path, monkeypatch
     monkeypatch.delitem(sys.modules, "spawns_a_thread", raising=False)
     monkeypatch.setattr(proof_zygote, "PRELOAD", ("spawns_a_thread",))
     assert proof_zygote._preload() == "importing spawns_a_thread started 1 thread(s); a fork would copy them"
+
+
+def test_a_run_that_finds_the_warm_interpreter_stopped_falls_back_and_leaks_nothing(tmp_path):
+    import os
+
+    from proof_launchers import Job
+
+    assert proof_launch.WARM.ready()
+    proof_launch.WARM._give_up("it stopped answering (test)")  # as another thread would
+    fds_before = len(os.listdir("/proc/self/fd"))
+    try:
+        with pytest.raises(OSError, match="the warm interpreter was stopped"):
+            proof_launch.WARM.run(Job("r", "p", str(tmp_path), str(tmp_path)), 10)
+        assert len(os.listdir("/proc/self/fd")) == fds_before
+        assert run(tmp_path, "print('ok')\n").output == "ok\n"
+    finally:
+        proof_launch.WARM.close()
+    assert proof_launch.WARM.ready()
