@@ -17,6 +17,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from importlib.metadata import PackageNotFoundError, version
 
 from proof_launch import Outcome
@@ -24,6 +25,7 @@ from proof_launch import Outcome
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_launch.py", "proof_launchers.py", "proof_zygote.py")
 KEY_LENGTH = 32
+STALE_PARTIAL_S = 3600
 KEEP_PER_PROOF = 3  # entries kept per proof: a few environments (venvs, versions) can share a cache
 
 
@@ -76,10 +78,19 @@ class ProofCache:
         except BaseException:
             os.unlink(partial)
             raise
+        self._sweep_partials()
         entries = glob.glob(glob.escape(self._path(proof, "")) + "?" * KEY_LENGTH + ".json")
         entries.sort(key=_modified, reverse=True)
         for stale in entries[KEEP_PER_PROOF:]:
             _remove(stale)
+
+    def _sweep_partials(self) -> None:
+        """Remove temporary files that a build killed mid-write left behind (old ones only:
+        a newer one may belong to a build running now)."""
+        cutoff = time.time() - STALE_PARTIAL_S
+        for partial in glob.glob(os.path.join(glob.escape(self.directory), ".partial-*.json")):
+            if _modified(partial) / 1e9 < cutoff:
+                _remove(partial)
 
     def _path(self, proof: str, key: str) -> str:
         return os.path.join(self.directory, f"{proof.replace('/', '__')}.{key}" + (".json" if key else ""))

@@ -97,3 +97,14 @@ def test_bad_timeout_is_named(raw):
     with pytest.raises(ValueError) as error:
         Settings.from_environment({"PROOFS_TIMEOUT": raw})
     assert str(error.value) == f"PROOFS_TIMEOUT must be a number of seconds above 0, not {raw!r}"
+
+
+def test_partial_files_left_by_a_killed_build_are_swept_once_old(tmp_path):
+    import os
+
+    old, fresh = tmp_path / ".partial-old.json", tmp_path / ".partial-new.json"
+    old.write_text('{"status"')
+    fresh.write_text('{"status"')
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    ProofCache(str(tmp_path), {}).store("p.py", "a" * 32, entry())
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".partial-new.json", "p.py." + "a" * 32 + ".json"]
