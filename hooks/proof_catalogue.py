@@ -34,8 +34,8 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
         f"{len(entries) - len(ran)} cited by no page.",
         "",
-        "| Proof | What it shows | Cited by | Status | Time | From cache |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Proof | What it shows | Cited by | Last run |",
+        "| --- | --- | --- | --- |",
     ]
     lines += [_row(entry) for entry in sorted(entries, key=lambda e: e.proof)]
     return "\n".join(lines) + "\n"
@@ -47,11 +47,12 @@ def _row(entry: Entry) -> str:
     cited = ", ".join(f"[{_cell(title)}]({href})" for title, href in entry.citations) or "no page"
     outcome = entry.outcome
     if outcome is None:
-        status, duration, cached = "not run", "", ""
+        result = "not run"
     else:
         status = "passed" if outcome.status == OK else _cell(f"failed: {outcome.error}")
-        duration, cached = f"{outcome.duration_s:.2f} s", "yes" if outcome.cached else "no"
-    return f"| {proof} | {_cell(entry.summary)} | {cited} | {status} | {duration} | {cached} |"
+        origin = "from cache" if outcome.cached else "ran in this build"
+        result = f"{status}, {outcome.duration_s:.2f} s, {origin}"
+    return f"| {proof} | {_cell(entry.summary)} | {cited} | {result} |"
 
 
 def _cell(text: str) -> str:
