@@ -20,10 +20,9 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-from proof_launchers import MAX_OUTPUT_BYTES, Job, Raw, SpawnLauncher, WarmLauncher  # noqa: F401
+from proof_launchers import Job, Raw, SpawnLauncher, WarmLauncher
 
 SPAWN, WARM = SpawnLauncher(), WarmLauncher()
-DEFAULT_WARM = True
 atexit.register(WARM.close)
 _TIMING = re.compile(r"\b(?:timeit|perf_counter(?:_ns)?|process_time|monotonic|time\.time|benchmark|enable_timing)\b")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")

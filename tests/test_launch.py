@@ -7,14 +7,16 @@ import time
 
 import pytest
 
-import proof_launch
-from proof_launch import FAILED, MAX_OUTPUT_BYTES, OK, clean_output, markers, run_proof
+from proof_launch import FAILED, OK, clean_output, markers, run_proof
+from proof_launchers import MAX_OUTPUT_BYTES
+
+LAUNCHER = {"warm": True}  # set per test by the fixture below
 
 
 @pytest.fixture(params=["warm", "spawn"], autouse=True)
 def launcher(request, monkeypatch):
     """Every behaviour below holds for both ways of starting a proof."""
-    monkeypatch.setattr(proof_launch, "DEFAULT_WARM", request.param == "warm")
+    monkeypatch.setitem(LAUNCHER, "warm", request.param == "warm")
     return request.param
 
 
@@ -23,7 +25,7 @@ def run(tmp_path, source, timeout=30, name="p.py"):
     proofs.mkdir(exist_ok=True)
     path = proofs / name
     path.write_text(textwrap.dedent(source))
-    return run_proof(str(path), str(proofs), timeout, warm=proof_launch.DEFAULT_WARM)
+    return run_proof(str(path), str(proofs), timeout, warm=LAUNCHER["warm"])
 
 
 def test_runs_like_python_by_hand(tmp_path):
