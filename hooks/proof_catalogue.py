@@ -20,11 +20,13 @@ class Entry:
     summary: str
     citations: list[tuple[str, str]] = field(default_factory=list)  # (page title, Markdown href)
     outcome: Outcome | None = None
+    claims: list[bool] = field(default_factory=list)  # each claim pages make about it: does it hold?
 
 
 def catalogue_markdown(entries: list[Entry]) -> str:
     ran = [e for e in entries if e.outcome]
     failed = sum(e.outcome.status != OK for e in ran)
+    claims = [held for entry in entries for held in entry.claims]
     lines = [
         "# Proofs",
         "",
@@ -32,10 +34,11 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         "`python NAME.py` where torch and matplotlib are installed.",
         "",
         f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
-        f"{len(entries) - len(ran)} cited by no page.",
+        f"{len(entries) - len(ran)} cited by no page."
+        + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build." if claims else ""),
         "",
-        "| Proof | What it shows | Cited by | Last run |",
-        "| --- | --- | --- | --- |",
+        "| Proof | What it shows | Cited by | Claims | Last run |",
+        "| --- | --- | --- | --- | --- |",
     ]
     lines += [_row(entry) for entry in sorted(entries, key=lambda e: e.proof)]
     return "\n".join(lines) + "\n"
@@ -52,7 +55,17 @@ def _row(entry: Entry) -> str:
         status = "passed" if outcome.status == OK else _cell(f"failed: {outcome.error}")
         origin = "from cache" if outcome.cached else "ran in this build"
         result = f"{status}, {outcome.duration_s:.2f} s, {origin}"
-    return f"| {proof} | {_cell(entry.summary)} | {cited} | {result} |"
+    return f"| {proof} | {_cell(entry.summary)} | {cited} | {claims_cell(entry.claims)} | {result} |"
+
+
+def claims_cell(claims: list[bool]) -> str:
+    """How many claims pages make about a proof, and how many hold: '3, all hold', '1 of 2 holds'."""
+    if not claims:
+        return "none"
+    held = sum(claims)
+    if held == len(claims):
+        return f"{held}, {'it holds' if held == 1 else 'all hold'}"
+    return f"{held} of {len(claims)} {'holds' if held == 1 else 'hold'}"
 
 
 def _cell(text: str) -> str:

@@ -4,7 +4,9 @@ A proof link is an ordinary Markdown link to a relative ``.py`` path. Three form
 
 * ``[p.py](../proofs/p.py)`` alone in its paragraph: the proof's **card**;
 * ``[proof](../proofs/p.py)`` inside a sentence: a **ref**erence to the card;
-* ``[tiny](../proofs/p.py#tiny:.3f)``: a **value** the proof computed.
+* ``[tiny](../proofs/p.py#tiny:.3f)``: a **value** the proof computed;
+* ``[finished faster](../proofs/p.py#?speedup > 1.2)``: a **claim**, a condition on its values
+  (proof_claims.py reads it; it may hold spaces and parentheses).
 
 Links inside code (fenced blocks, inline code spans) and HTML comments are left alone.
 This module only reads text and paths; it runs nothing and imports no MkDocs.
@@ -15,13 +17,17 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
-CARD, REF, VALUE = "card", "ref", "value"
+import proof_claims
+
+CARD, REF, VALUE, CLAIM = "card", "ref", "value", "claim"
 
 _LINK = re.compile(
     r"(?<![!\\])\[(?P<text>[^\]\n]*)\]"
     r"\((?P<target><[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"
 )
+_CLAIM_START = re.compile(r"(?<![!\\])\[(?P<text>[^\]\n]*)\]\((?P<path>[^()\s#<>]+\.py)#\?")
 _FENCE = re.compile(r"^[ \t>]*(?P<fence>`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks)(?!`)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -33,12 +39,13 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 class ProofLink:
     """One proof link as written in a page."""
 
-    kind: str  # CARD, REF or VALUE
+    kind: str  # CARD, REF, VALUE or CLAIM
     text: str  # the link text as written
     target: str  # the link target as written, e.g. "../proofs/p.py#tiny:.3f"
     path: str  # absolute, normalised path of the script the link points to
     variable: str | None  # VALUE only: the module-level name
     spec: str  # VALUE only: the format spec after ':' ("" when none)
+    condition: str | None  # CLAIM only: the condition after '#?', as written
     line: int  # 1-based line of the link in the page
     start: int  # offsets of the whole link in the Markdown
     end: int
@@ -55,28 +62,63 @@ class LinkError(Exception):
 def find_links(markdown: str, page_dir: str) -> list[ProofLink]:
     """Every proof link in ``markdown``; relative targets resolve against ``page_dir``."""
     masked = _mask_code(markdown)
-    links = []
+    links, claims = [], _claim_spans(masked)
+    for start, target_start, target_end, end in claims:
+        match = _CLAIM_START.match(masked, start)
+        links.append(_link(markdown, CLAIM, match, target_start, target_end, end, page_dir, match["path"]))
+    claimed = [(start, end) for start, _, _, end in claims]
     for match in _LINK.finditer(masked):
+        if any(start <= match.start() < end for start, end in claimed):
+            continue
         target = match["target"].strip("<>")
         path_part, _, fragment = target.partition("#")
         if not _is_local_script(path_part):
             continue
-        variable, spec = _parse_fragment(fragment)
-        kind = VALUE if variable else (CARD if _alone_in_paragraph(masked, match) else REF)
-        links.append(
-            ProofLink(
-                kind=kind,
-                text=markdown[match.start("text") : match.end("text")],
-                target=markdown[match.start("target") : match.end("target")],
-                path=os.path.normpath(os.path.join(page_dir, path_part)),
-                variable=variable,
-                spec=spec,
-                line=markdown.count("\n", 0, match.start()) + 1,
-                start=match.start(),
-                end=match.end(),
-            )
-        )
-    return links
+        kind = VALUE if fragment else (CARD if _alone_in_paragraph(masked, match) else REF)
+        links.append(_link(markdown, kind, match, match.start("target"), match.end("target"), match.end(),
+                           page_dir, path_part))
+    return sorted(links, key=lambda link: link.start)
+
+
+def _link(markdown: str, kind: str, match: re.Match, target_start: int, target_end: int, end: int,
+          page_dir: str, path_part: str) -> ProofLink:
+    target = markdown[target_start:target_end]
+    fragment = target.strip("<>").partition("#")[2]
+    variable, spec = _parse_fragment(fragment) if kind == VALUE else (None, "")
+    return ProofLink(
+        kind=kind,
+        text=markdown[match.start("text") : match.end("text")],
+        target=target,
+        path=os.path.normpath(os.path.join(page_dir, path_part)),
+        variable=variable,
+        spec=spec,
+        condition=unquote(fragment[1:]) if kind == CLAIM else None,
+        line=markdown.count("\n", 0, match.start()) + 1,
+        start=match.start(),
+        end=end,
+    )
+
+
+def _claim_spans(masked: str) -> list[tuple[int, int, int, int]]:
+    """(link start, target start, target end, link end) of each claim link.
+
+    A claim's condition may hold spaces and balanced parentheses, so its end is the ``)`` that
+    closes the link, found by counting, on the same line.
+    """
+    spans = []
+    for match in _CLAIM_START.finditer(masked):
+        depth, position = 0, match.end()
+        while position < len(masked) and masked[position] != "\n":
+            char = masked[position]
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                if depth == 0:
+                    spans.append((match.start(), match.start("path"), position, position + 1))
+                    break
+                depth -= 1
+            position += 1
+    return spans
 
 
 def proof_name(link: ProofLink, proofs_dir: str) -> str:
@@ -98,7 +140,7 @@ def resolve(links: list[ProofLink], proofs_dir: str) -> list[tuple[ProofLink, st
     resolved = []
     for link in links:
         try:
-            check_variable_name(link)
+            check_fragment(link)
             resolved.append((link, proof_name(link, proofs_dir), None))
         except LinkError as error:
             resolved.append((link, None, error))
@@ -133,8 +175,13 @@ def _parse_fragment(fragment: str) -> tuple[str | None, str]:
     return name, spec
 
 
-def check_variable_name(link: ProofLink) -> None:
-    """A VALUE link's fragment must be a Python identifier."""
+def check_fragment(link: ProofLink) -> None:
+    """A VALUE link's fragment must be a Python identifier; a CLAIM's, a condition that parses."""
+    if link.kind == CLAIM:
+        try:
+            proof_claims.parse(link.condition)
+        except proof_claims.ClaimError as error:
+            raise LinkError(f"claim {link.written}: {error}") from None
     if link.variable is not None and not _IDENTIFIER.match(link.variable):
         raise LinkError(
             f"link {link.written}: '#{link.variable}' is not a variable name; "

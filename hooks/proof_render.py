@@ -40,8 +40,10 @@ def anchor(proof: str) -> str:
     return "proof-" + re.sub(r"[^A-Za-z0-9_-]+", "-", proof.removesuffix(".py"))
 
 
-def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix: str, card_id: str) -> str:
-    """The proof card's HTML."""
+def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix: str, card_id: str,
+         claims: list[dict] = ()) -> str:
+    """The proof card's HTML. ``claims``: what pages claim from this proof, each a dict with
+    text, page, href, held and check (see proof_claims.Judged)."""
     name, marks = proof.rsplit("/", 1)[-1], markers(source)
     return _TEMPLATES.get_template("proof_card.html").render(
         id=card_id,
@@ -60,6 +62,7 @@ def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix
             for i, f in enumerate(outcome.figures, 1)
         ],
         stamp=stamp_line(outcome),
+        claims=[dict(claim, text=_inline_code(claim["text"])) for claim in claims],
     )
 
 
@@ -160,6 +163,19 @@ def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
 def markdown_link(text: str, href: str, title: str) -> str:
     """A Markdown link whose text is shown literally, whatever characters it holds."""
     return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
+
+
+def claim_markdown(text: str, href: str, held: bool, check: str, claim_id: str) -> str:
+    """A claim as it stands in the page: its text linked to the card, marked checked or failed,
+    with the check and the values it saw in the title."""
+    state, said = ("held", "checked when built") if held else ("failed", "does not hold")
+    title = f"{said}: {check}".replace('"', "'")
+    return f'<span class="proof-claim proof-claim--{state}" id="{claim_id}">[{text}]({href} "{title}")</span>'
+
+
+def claim_anchor(proof: str, ordinal: int) -> str:
+    """The HTML id of a page's ``ordinal``-th claim (from 1) about ``proof``."""
+    return anchor(proof).replace("proof-", "claim-", 1) + f"-{ordinal}"
 
 
 def broken_link(text: str, message: str) -> str:

@@ -4,6 +4,7 @@ Add ``hooks/proofs.py`` to ``hooks:`` in mkdocs.yml and put scripts in ``proofs/
 The pipeline, one module per stage:
 
     proof_links     find proof links in each page's Markdown
+    proof_claims    read a claim's condition and judge it against a proof's values
     proof_runs      get each proof's outcome once per build: from the cache or by running it
     proof_launch      run one proof in its own process and judge what happened
     proof_launchers     start that process: a fresh interpreter, or a fork of proof_zygote
@@ -32,6 +33,7 @@ from mkdocs_gen_files.editor import FilesEditor
 
 import proof_cache
 import proof_catalogue
+import proof_claims
 import proof_launch
 import proof_links
 import proof_render
@@ -64,6 +66,7 @@ class _Build:
         self.runs = proof_runs.Runs(self.proofs_dir, cache, settings)
         self.token = "PROOFCARD" + secrets.token_hex(6)
         self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
+        self.claims: dict[str, list[_Claim]] = {}  # proof -> the claims pages make about it
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
         self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
@@ -73,6 +76,13 @@ class _Build:
 
     def shown(self, file: File) -> str:
         return os.path.relpath(os.path.join(self.docs_dir, file.src_uri), self.root).replace(os.sep, "/")
+
+
+class _Claim:
+    """One claim a page makes about a proof, where the card can link back to it."""
+
+    def __init__(self, file: File, title: str, link, claim_id: str):
+        self.src_uri, self.url, self.title, self.link, self.id = file.src_uri, file.url, title, link, claim_id
 
 
 _build: _Build | None = None
@@ -102,6 +112,7 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     resolved = proof_links.resolve(proof_links.find_links(markdown, _build.page_dir(page.file)), _build.proofs_dir)
     here = {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD}
     slots, warned, pieces, last = {}, set(), [], 0
+    claim_ids = _claim_ids(resolved)
     for link, proof, error in resolved:
         pieces.append(markdown[last : link.start])
         last = link.end
@@ -112,6 +123,10 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         if outcome.status != proof_runs.OK and proof not in warned:
             warned.add(proof)
             log.warning(f"{_build.shown(page.file)}:{link.line}: proofs/{proof} {outcome.error}")
+        if link.kind == proof_links.CLAIM:
+            pieces.append(_claim(page, link, proof, outcome, _card_href(page.file.src_uri, proof, here),
+                                 claim_ids[link.start]))
+            continue
         pieces.append(_replacement(page, link, proof, outcome, here, slots))
     pieces.append(markdown[last:])
     _build.cards[page.file.src_uri] = slots
@@ -123,6 +138,7 @@ def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files
         html = html.replace(f"<p>{token}</p>", card).replace(token, card)
     if page.present_anchor_ids is not None:  # so MkDocs' anchor check sees the cards
         page.present_anchor_ids.update(re.findall(r'<div class="proof-card[^"]*" id="([^"]+)"', html))
+        page.present_anchor_ids.update(re.findall(r'<span class="proof-claim[^"]*" id="([^"]+)"', html))
     return html
 
 
@@ -173,11 +189,15 @@ def _scan_pages(files: Files) -> None:
         if not links:
             continue
         title = _TITLE.search(markdown)
+        title = title[1] if title else file.src_uri
         resolved = proof_links.resolve(links, _build.proofs_dir)
-        _build.pages[file.src_uri] = (title[1] if title else file.src_uri, resolved)
+        _build.pages[file.src_uri] = (title, resolved)
+        claim_ids = _claim_ids(resolved)
         for link, proof, _ in resolved:
             if proof and link.kind == proof_links.CARD:
                 _build.card_home.setdefault(proof, file.src_uri)
+            if proof and link.kind == proof_links.CLAIM:
+                _build.claims.setdefault(proof, []).append(_Claim(file, title, link, claim_ids[link.start]))
 
 
 def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
@@ -195,6 +215,8 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
             entries[proof].citations.append((title, href))
     for proof, entry in entries.items():
         entry.outcome = _build.runs.outcomes.get(proof)
+        if entry.outcome is not None:
+            entry.claims = [_holds(proof, claim.link, entry.outcome) for claim in _build.claims.get(proof, [])]
     with FilesEditor(files, config, _build.scratch.name) as editor:
         with editor.open(proof_catalogue.PAGE, "w") as handle:
             handle.write(proof_catalogue.catalogue_markdown(list(entries.values())))
@@ -218,6 +240,7 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
             download=get_relative_url(f"proofs/{proof}", page.url),
             figure_prefix=proof_render.figure_prefix(page.file.src_uri, proof, occurrence),
             card_id=card_id + (f"-{occurrence + 1}" if occurrence else ""),
+            claims=_card_claims(page, proof, outcome),
         ))
         return token
     href = _card_href(page.file.src_uri, proof, here)
@@ -230,6 +253,56 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
     except proof_links.LinkError as error:
         return _report_link_error(page, link, error)
     return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}")
+
+
+def _claim_ids(resolved: list) -> dict[int, str]:
+    """The id of each claim link (by its offset): the page's n-th claim about that proof."""
+    ids, counts = {}, {}
+    for link, proof, error in resolved:
+        if link.kind == proof_links.CLAIM and proof and not error:
+            counts[proof] = counts.get(proof, 0) + 1
+            ids[link.start] = proof_render.claim_anchor(proof, counts[proof])
+    return ids
+
+
+def _judged(proof: str, link, outcome) -> proof_claims.Judged:
+    """The claim judged against this build's run of ``proof``; ClaimError if it cannot be."""
+    failure = outcome.error if outcome.status != proof_runs.OK else None
+    return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure)
+
+
+def _holds(proof: str, link, outcome) -> bool:
+    try:
+        return _judged(proof, link, outcome).held
+    except proof_claims.ClaimError:
+        return False
+
+
+def _claim(page: Page, link, proof: str, outcome, href: str, claim_id: str) -> str:
+    """The Markdown that stands where a claim link was; a claim that does not hold is a WARNING."""
+    try:
+        judged = _judged(proof, link, outcome)
+    except proof_claims.ClaimError as error:
+        broken = _report_link_error(page, link, proof_links.LinkError(f"claim {link.written}: {error}"))
+        return f'<span id="{claim_id}">{broken}</span>'  # the card's list of claims links here
+    if not judged.held:
+        text = link.text.replace('"', "'")
+        log.warning(f'{_build.shown(page.file)}:{link.line}: claim "{text}" does not hold: {judged.problem}')
+    return proof_render.claim_markdown(link.text, href, judged.held, judged.check, claim_id)
+
+
+def _card_claims(page: Page, proof: str, outcome) -> list[dict]:
+    """What every page claims from ``proof``, judged against this run, for the card to list."""
+    shown = []
+    for claim in _build.claims.get(proof, []):
+        try:
+            judged = _judged(proof, claim.link, outcome)
+        except proof_claims.ClaimError as error:
+            judged = proof_claims.Judged(False, f"cannot be checked: {error}", str(error))
+        href = get_relative_url(claim.url, page.url) + "#" + claim.id
+        shown.append({"text": claim.link.text, "page": claim.title, "href": href,
+                      "held": judged.held, "check": judged.check})
+    return shown
 
 
 def _card_href(src_uri: str, proof: str, here: set) -> str:

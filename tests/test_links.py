@@ -6,10 +6,11 @@ import pytest
 
 from proof_links import (
     CARD,
+    CLAIM,
     REF,
     VALUE,
     LinkError,
-    check_variable_name,
+    check_fragment,
     files_under,
     find_links,
     is_proof,
@@ -121,7 +122,7 @@ def test_missing_proof(tmp_path):
 def test_variable_must_be_an_identifier():
     (link,) = find_links("[v](../proofs/p.py#9lives)", "/d")
     with pytest.raises(LinkError) as error:
-        check_variable_name(link)
+        check_fragment(link)
     assert str(error.value) == (
         "link [v](../proofs/p.py#9lives): '#9lives' is not a variable name; "
         "write '#name' or '#name:format', e.g. '#tiny_us:.2f'"
@@ -134,3 +135,44 @@ def test_files_under_proofs_skips_hidden_files_and_caches(tmp_path):
         (tmp_path / name).write_text("")
     assert files_under(str(tmp_path)) == ["_helper.py", "a.py", "data.csv", "sub/b.py"]
     assert [f for f in files_under(str(tmp_path)) if is_proof(f)] == ["a.py", "sub/b.py"]
+
+
+def claims(markdown, page_dir="/site/docs"):
+    return [(link.kind, link.text, link.condition, link.target) for link in find_links(markdown, page_dir)]
+
+
+def test_claim_links_take_spaces_and_balanced_parentheses():
+    markdown = (
+        "Threads [finished faster](../proofs/p3_gil.py#?matmul_speedup > 1.2) "
+        "([proof](../proofs/p3_gil.py)) and [held](../proofs/p.py#?(a + b) / (2 * c) >= 1).\n"
+    )
+    assert claims(markdown) == [
+        (CLAIM, "finished faster", "matmul_speedup > 1.2", "../proofs/p3_gil.py#?matmul_speedup > 1.2"),
+        (REF, "proof", None, "../proofs/p3_gil.py"),
+        (CLAIM, "held", "(a + b) / (2 * c) >= 1", "../proofs/p.py#?(a + b) / (2 * c) >= 1"),
+    ]
+    (link,) = find_links("x [a](../proofs/p.py#?a>1) y", "/site/docs")
+    assert (link.start, link.end, link.written) == (2, 26, "[a](../proofs/p.py#?a>1)")
+
+
+def test_claim_conditions_may_be_percent_encoded_for_github():
+    assert claims("[a](../proofs/p.py#?a%20%3E%201)")[0][2] == "a > 1"
+
+
+def test_a_claim_alone_in_its_paragraph_is_a_claim_not_a_card():
+    assert claims("[faster](../proofs/p.py#?a > 1)\n")[0][0] == CLAIM
+
+
+def test_an_unclosed_claim_is_plain_text_and_one_across_lines_is_not_a_claim():
+    assert claims("[a](../proofs/p.py#?(a > 1) and more\n\nnext)") == []
+
+
+def test_claims_in_code_are_left_alone():
+    assert claims("`[a](../proofs/p.py#?a > 1)`\n\n```\n[a](../proofs/p.py#?a > 1)\n```\n") == []
+
+
+def test_a_malformed_claim_is_a_link_error_naming_the_link():
+    (link,) = find_links("[faster](../proofs/p.py#?a >> 1)", "/site/docs")
+    with pytest.raises(LinkError) as caught:
+        check_fragment(link)
+    assert str(caught.value).startswith("claim [faster](../proofs/p.py#?a >> 1): unexpected '>' at column 4;")

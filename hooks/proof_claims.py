@@ -1,0 +1,438 @@
+"""Stage 4a: claims, the sentences a page rests on a proof's values.
+
+A claim link is ``[finished faster](../proofs/p3_gil.py#?matmul_speedup > 1.2)``: after ``#?``
+comes a condition on the proof's module-level values. ``parse`` reads it into a small tree;
+``judge`` decides it against one run's values. Nothing is ever evaluated as Python.
+
+The language, loosest binding first::
+
+    condition  :=  and ("or" and)*
+    and        :=  not ("and" not)*
+    not        :=  "not" not  |  comparison
+    comparison :=  sum (("<" | "<=" | ">" | ">=" | "==" | "!=") sum)*   # chains as in Python
+    sum        :=  product (("+" | "-") product)*
+    product    :=  unary (("*" | "/") unary)*
+    unary      :=  "-" unary  |  atom
+    atom       :=  NUMBER  |  NAME ["@" MACHINE]  |  "(" condition ")"
+
+A name's value must be a number, or a boolean standing where a condition goes
+(``#?grad_matches``, ``#?returned and fill_ms > 2 * refill_ms``). Arithmetic and comparisons
+take numbers only. This module imports nothing of the build.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+MAX_LENGTH = 300
+MAX_DEPTH = 20
+COMPARISONS = ("<=", ">=", "==", "!=", "<", ">")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@(?P<machine>[A-Za-z0-9-]+))?"
+    r"|(?P<op><=|>=|==|!=|<|>|[-+*/()]))"
+)
+_KEYWORDS = ("and", "or", "not")
+HELP = "a condition holds names, numbers, < <= > >= == !=, and/or/not, parentheses and + - * /"
+
+
+class ClaimError(ValueError):
+    """A condition that cannot be read or judged; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "number", "name", "op", "keyword"
+    text: str
+    column: int  # 1-based, in the condition as written
+    machine: str | None = None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed condition: its tree, its canonical text, and the names it reads."""
+
+    tree: tuple
+    text: str
+    names: tuple[str, ...]  # "name" or "name@machine", in order of first appearance
+
+
+@dataclass(frozen=True)
+class Verdict:
+    held: bool
+    values: dict  # {"name" or "name@machine": value as read}
+    condition: Condition
+
+    def check(self) -> str:
+        """What was checked and what was seen, e.g. ``matmul_speedup = 1.63 > 1.2``."""
+        simple = _simple_form(self.condition)
+        if simple:
+            name, rest = simple
+            return f"{name} = {shown(self.values[name])} {rest}".rstrip()
+        return f"{self.seen()}: {self.condition.text}"
+
+    def seen(self) -> str:
+        """The values the condition read, e.g. ``a = 1.5, b = 0.2``."""
+        return ", ".join(f"{name} = {shown(value)}" for name, value in self.values.items())
+
+    def needs(self) -> str:
+        """What the values fell short of, e.g. ``matmul_speedup = 0.85, needs > 1.2``."""
+        simple = _simple_form(self.condition)
+        if simple:
+            return f"{self.seen()}, needs {simple[1] or 'True'}"
+        return f"{self.seen()}, needs {self.condition.text}"
+
+
+def parse(text: str) -> Condition:
+    """Read a condition, or raise ClaimError naming the column and the fix."""
+    if len(text) > MAX_LENGTH:
+        raise ClaimError(f"the condition is {len(text)} characters long; keep it to {MAX_LENGTH} at most")
+    tokens = _tokens(text)
+    if not tokens:
+        raise ClaimError(f"the condition after '#?' is empty; {HELP}")
+    parser = _Parser(tokens)
+    tree = parser.condition()
+    if parser.position < len(tokens):
+        token = tokens[parser.position]
+        raise ClaimError(f"unexpected '{token.text}' at column {token.column}; {HELP}")
+    if _kind(tree) == "number":
+        raise ClaimError(f"'{_canonical(tokens)}' is a number, not a claim: compare it, e.g. '> 1'")
+    names = tuple(dict.fromkeys(_key(t) for t in tokens if t.kind == "name"))
+    return Condition(tree, _canonical(tokens), names)
+
+
+def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> Verdict:
+    """Decide ``condition``; ``lookup(name, machine)`` gives a raw value or raises ClaimError."""
+    values: dict[str, object] = {}
+
+    def read(name: str, machine: str | None):
+        key = name if machine is None else f"{name}@{machine}"
+        if key not in values:
+            values[key] = _value(key, lookup(name, machine))
+        return values[key]
+
+    for key in condition.names:  # read every name, so a message can show them all
+        name, _, machine = key.partition("@")
+        read(name, machine or None)
+    held = _evaluate(condition.tree, read)
+    if not isinstance(held, bool):  # a lone name that holds a number
+        raise ClaimError(f"'{condition.text}' is a number ({shown(held)}), not a claim: compare it, e.g. '> 1'")
+    return Verdict(held, values, condition)
+
+
+def values_lookup(values: Mapping[str, object], proof: str) -> Callable[[str, str | None], object]:
+    """A lookup over one run's values; ``@machine`` names a recording, which this build lacks."""
+
+    def lookup(name: str, machine: str | None):
+        if machine is not None:
+            raise ClaimError(f"'{name}@{machine}' names the machine '{machine}', which has no recorded results")
+        if name not in values:
+            defined = ", ".join(sorted(values)) or "none"
+            raise ClaimError(f"names '{name}', which {proof} does not define at module level (it defines: {defined})")
+        return values[name]
+
+    return lookup
+
+
+def shown(value) -> str:
+    """A value as a claim's title shows it: short, and never rounded across its threshold by much."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if math.isnan(value) or math.isinf(value):
+        return repr(value)
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.4g}"
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+def _tokens(text: str) -> list[Token]:
+    tokens, position = [], 0
+    while position < len(text):
+        if text[position:].strip() == "":
+            break
+        match = _TOKEN.match(text, position)
+        if not match:
+            column = len(text) - len(text[position:].lstrip()) + 1
+            raise ClaimError(_unexpected(text, column - 1))
+        start = match.start(match.lastgroup if match.lastgroup != "machine" else "name")
+        if match["name"]:
+            kind = "keyword" if match["name"] in _KEYWORDS else "name"
+            if kind == "name" and match["name"].startswith("_"):
+                raise ClaimError(
+                    f"'{match['name']}' at column {start + 1}: names starting with '_' are never a proof's "
+                    "values; bind a public module-level name"
+                )
+            if kind == "keyword" and match["machine"]:
+                raise ClaimError(f"'{match[0].strip()}' at column {start + 1}: only a value's name takes '@machine'")
+            tokens.append(Token(kind, match["name"], start + 1, match["machine"]))
+        elif match["number"]:
+            tokens.append(Token("number", match["number"], start + 1))
+        else:
+            tokens.append(Token("op", match["op"], start + 1))
+        _no_call_or_attribute(text, match.end(), tokens[-1])
+        position = match.end()
+    return tokens
+
+
+def _unexpected(text: str, index: int) -> str:
+    char = text[index]
+    if char == "." or char == "[":
+        what = "attribute access" if char == "." else "indexing"
+        return f"'{char}' at column {index + 1}: {what} is not part of a claim; {HELP}"
+    return f"unexpected '{char}' at column {index + 1}; {HELP}"
+
+
+def _no_call_or_attribute(text: str, end: int, token: Token) -> None:
+    """A name followed by '(' or '.' would be a call or an attribute in Python: say so plainly."""
+    if token.kind != "name":
+        return
+    rest = text[end:].lstrip()
+    if rest.startswith("("):
+        raise ClaimError(f"'{token.text}(' at column {token.column}: calls are not part of a claim; {HELP}")
+
+
+class _Parser:
+    """Recursive descent over the tokens; each method returns a tree node, a tuple."""
+
+    def __init__(self, tokens: list[Token]):
+        self.tokens = tokens
+        self.position = 0
+        self.depth = 0
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self, *texts: str) -> Token | None:
+        token = self.peek()
+        if token is not None and token.kind in ("op", "keyword") and token.text in texts:
+            self.position += 1
+            return token
+        return None
+
+    def condition(self) -> tuple:
+        return self._chain("or", self.conjunction)
+
+    def conjunction(self) -> tuple:
+        return self._chain("and", self.negation)
+
+    def _chain(self, word: str, part: Callable[[], tuple]) -> tuple:
+        parts = [part()]
+        while token := self.take(word):
+            parts.append(part())
+            for side in (parts[-2], parts[-1]):
+                _require(side, "truth", f"'{word}' at column {token.column} joins conditions, not numbers")
+        return parts[0] if len(parts) == 1 else (word, *parts)
+
+    def negation(self) -> tuple:
+        token = self.take("not")
+        if token is None:
+            return self.comparison()
+        operand = self._nested(self.negation)
+        _require(operand, "truth", f"'not' at column {token.column} takes a condition, not a number")
+        return ("not", operand)
+
+    def comparison(self) -> tuple:
+        operands, operators = [self.sum()], []
+        while token := self.take(*COMPARISONS):
+            operators.append(token.text)
+            operands.append(self.sum())
+            for side in operands[-2:]:
+                _require(side, "number", f"'{token.text}' at column {token.column} compares numbers, not conditions")
+        return operands[0] if not operators else ("compare", tuple(operators), *operands)
+
+    def sum(self) -> tuple:
+        return self._arithmetic(("+", "-"), self.product)
+
+    def product(self) -> tuple:
+        return self._arithmetic(("*", "/"), self.unary)
+
+    def _arithmetic(self, operators: tuple, part: Callable[[], tuple]) -> tuple:
+        tree = part()
+        while token := self.take(*operators):
+            right = part()
+            for side in (tree, right):
+                _require(side, "number", f"'{token.text}' at column {token.column} works on numbers, not conditions")
+            tree = ("arith", token.text, tree, right)
+        return tree
+
+    def unary(self) -> tuple:
+        token = self.take("-", "+")
+        if token is None:
+            return self.atom()
+        operand = self._nested(self.unary)
+        _require(operand, "number", f"'{token.text}' at column {token.column} works on numbers, not conditions")
+        return operand if token.text == "+" else ("negate", operand)
+
+    def atom(self) -> tuple:
+        token = self.peek()
+        if token is None:
+            raise ClaimError(f"the condition ends too early; {HELP}")
+        self.position += 1
+        if token.kind == "number":
+            return ("number", float(token.text.replace("_", "")))
+        if token.kind == "name":
+            return ("name", token.text, token.machine)
+        if token.text == "(":
+            inner = self._nested(self.condition)
+            if self.take(")") is None:
+                raise ClaimError(f"the '(' at column {token.column} is never closed")
+            return inner
+        raise ClaimError(f"unexpected '{token.text}' at column {token.column}; {HELP}")
+
+    def _nested(self, part: Callable[[], tuple]) -> tuple:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ClaimError(f"the condition nests deeper than {MAX_DEPTH} levels; write it flatter")
+        try:
+            return part()
+        finally:
+            self.depth -= 1
+
+
+def _kind(tree: tuple) -> str:
+    """'number', 'truth', or 'value' (a name: which one is known only once the proof ran)."""
+    head = tree[0]
+    if head in ("number", "arith", "negate"):
+        return "number"
+    if head == "name":
+        return "value"
+    return "truth"
+
+
+def _require(tree: tuple, kind: str, message: str) -> None:
+    if _kind(tree) not in (kind, "value"):
+        raise ClaimError(message)
+
+
+def _key(token: Token) -> str:
+    return token.text if token.machine is None else f"{token.text}@{token.machine}"
+
+
+def _canonical(tokens: list[Token]) -> str:
+    """The condition written one way: one space around operators, none inside parentheses."""
+    out, previous, after_sign = [], None, False
+    for token in tokens:
+        text = _key(token) if token.kind == "name" else token.text
+        sign = token.kind == "op" and token.text in ("-", "+") and (
+            previous is None or (previous.kind in ("op", "keyword") and previous.text != ")"))
+        tight = previous is None or previous.text == "(" or token.text == ")" or after_sign
+        out.append(text if tight else " " + text)
+        previous, after_sign = token, sign
+    return "".join(out)
+
+
+# ---- judging ---------------------------------------------------------------------------------
+
+
+def _value(key: str, raw):
+    """A proof's value as a claim uses it: a float, or a bool; anything else is an error."""
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, (int, float)):
+        return raw
+    if isinstance(raw, dict) and "float" in raw:  # inf and nan travel as text
+        return float(raw["float"])
+    if isinstance(raw, str):
+        text = raw if len(raw) <= 40 else raw[:37] + "..."
+        raise ClaimError(f"'{key}' is a string ({text!r}), not a number: a claim compares numbers")
+    what = raw["unsupported"] if isinstance(raw, dict) and "unsupported" in raw else type(raw).__name__
+    raise ClaimError(f"'{key}' is a {what}, not a number: a claim compares numbers")
+
+
+def _evaluate(tree: tuple, read: Callable):
+    head = tree[0]
+    if head == "number":
+        return tree[1]
+    if head == "name":
+        return read(tree[1], tree[2])
+    if head == "negate":
+        return -_number(_evaluate(tree[1], read), tree[1])
+    if head == "arith":
+        left, right = (_number(_evaluate(side, read), side) for side in tree[2:])
+        return _arithmetic(tree[1], left, right)
+    if head == "compare":
+        operands = [_number(_evaluate(side, read), side) for side in tree[2:]]
+        return all(_compare(op, a, b) for op, a, b in zip(tree[1], operands, operands[1:]))
+    if head == "not":
+        return not _truth(_evaluate(tree[1], read), tree[1])
+    parts = (_truth(_evaluate(side, read), side) for side in tree[1:])
+    return all(parts) if head == "and" else any(parts)
+
+
+def _number(value, tree: tuple) -> float:
+    if isinstance(value, bool):
+        raise ClaimError(f"'{_describe(tree)}' is a boolean ({value}); use it alone or with and/or/not, "
+                         "not in arithmetic or a comparison")
+    return value
+
+
+def _truth(value, tree: tuple) -> bool:
+    if not isinstance(value, bool):
+        raise ClaimError(f"'{_describe(tree)}' is a number ({shown(value)}), not a condition: compare it, e.g. '> 1'")
+    return value
+
+
+def _describe(tree: tuple) -> str:
+    return tree[1] if tree[2] is None else f"{tree[1]}@{tree[2]}"
+
+
+def _arithmetic(op: str, left: float, right: float) -> float:
+    if op == "+":
+        return left + right
+    if op == "-":
+        return left - right
+    if op == "*":
+        return left * right
+    if right == 0:  # IEEE: x/0 is ±inf, 0/0 is nan; the claim then says what it saw
+        return math.nan if left == 0 or math.isnan(left) else math.copysign(math.inf, left)
+    return left / right
+
+
+def _compare(op: str, left: float, right: float) -> bool:
+    return {
+        "<": left < right, "<=": left <= right, ">": left > right,
+        ">=": left >= right, "==": left == right, "!=": left != right,
+    }[op]
+
+
+def _simple_form(condition: Condition) -> tuple[str, str] | None:
+    """``name OP rest`` with the name read once: (name, 'OP rest'), so messages can read naturally."""
+    tree = condition.tree
+    if tree[0] == "name":
+        return condition.names[0], ""
+    if tree[0] != "compare" or len(tree[1]) != 1 or tree[2][0] != "name" or len(condition.names) != 1:
+        return None
+    name = condition.names[0]
+    if condition.text.count(name) != 1 or not condition.text.startswith(name + " "):
+        return None
+    return name, condition.text[len(name) + 1:]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A claim as the page and the card show it."""
+
+    held: bool
+    check: str  # what was checked, for the claim's title: "matmul_speedup = 1.63 > 1.2"
+    problem: str | None  # why it does not hold, for the warning; None when it holds
+
+
+def judge_claim(condition: str, values: Mapping[str, object], proof: str, failure: str | None) -> Judged:
+    """Judge a claim's condition against one run of ``proof``; ClaimError if it cannot be read.
+
+    ``failure`` is the proof's own error when it failed: then nothing it measured can be
+    checked, and the claim does not hold.
+    """
+    parsed = parse(condition)
+    if failure is not None:
+        return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked")
+    verdict = judge(parsed, values_lookup(values, proof))
+    if verdict.held:
+        return Judged(True, verdict.check(), None)
+    return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})")
