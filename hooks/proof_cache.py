@@ -29,11 +29,24 @@ STALE_PARTIAL_S = 3600
 KEEP_PER_PROOF = 3  # entries kept per proof: a few environments (venvs, versions) can share a cache
 
 
+# Settings that change which kernels run or how many threads and cores a proof gets.
+RUN_SETTINGS = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "CUDA_VISIBLE_DEVICES", "PYTORCH_ENABLE_MPS_FALLBACK")
+
+
 def environment() -> dict:
-    """What, besides the proof's bytes, can change what a proof prints (cheap to compute)."""
+    """What, besides the proof's bytes, can change what a proof prints (cheap to compute).
+
+    The interpreter is named by its environment (``sys.prefix``), not by the path it was
+    started under: ``.venv/bin/python`` and ``.venv/bin/python3`` are one interpreter. A build
+    restricted to fewer cores, or with kernels or threads forced by a variable, gets its own
+    entries, so it never hands its runs to an ordinary build.
+    """
     return {
         "python": sys.version,
-        "executable": sys.executable,
+        "environment": sys.prefix,
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "settings": {name: os.environ[name] for name in RUN_SETTINGS if name in os.environ},
         "platform": platform.platform(),
         "machine": platform.machine(),
         "torch": _package_version("torch"),

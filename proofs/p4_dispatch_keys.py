@@ -1,9 +1,14 @@
 """Each tensor carries a set of dispatch keys; autograd, vmap, conj and autocast are keys too.
 
 Reads the key set of eight tensors with the private torch._C._dispatch_keys, then the
-thread-local include/exclude sets, and shows torch.autocast switching a key on by taking it
-out of the exclude set. The dispatcher runs the highest-priority key of
-(tensor keys | TLS include) - TLS exclude; the figure orders keys by that priority.
+thread-local include/exclude sets: torch.autocast switches a key on by taking it out of the
+exclude set, inference_mode changes both sets, and no_grad changes neither (it sets a
+thread-local grad-mode flag, c10/core/GradMode.h). The dispatcher runs the highest-priority
+key of ((tensor keys | TLS include) - TLS exclude) & the operator's non-fallthrough keys
+(aten/src/ATen/core/dispatch/DispatchKeyExtractor.h); the private
+torch._C._dispatch_dump_table shows which keys of aten::add and aten::add_ are fallthroughs.
+The figure orders keys by priority. The private APIs are used as they are: if a later torch
+moves them, this script fails rather than print something else.
 """
 import torch
 import matplotlib.pyplot as plt
@@ -13,20 +18,26 @@ torch.manual_seed(0)
 
 
 def key_set(t):
-    """The tensor's DispatchKeySet, or None if this torch moved the private API."""
-    try:
-        return torch._C._dispatch_keys(t)  # private: torch._C._*
-    except AttributeError:
-        return None
+    """The tensor's DispatchKeySet."""
+    return torch._C._dispatch_keys(t)  # private: torch._C._*
 
 
 def tls_sets():
-    """Thread-local (include, exclude) DispatchKeySets, or (None, None)."""
-    try:  # private: torch._C._*
-        return (torch._C._dispatch_tls_local_include_set(),
-                torch._C._dispatch_tls_local_exclude_set())
-    except AttributeError:
-        return None, None
+    """Thread-local (include, exclude) DispatchKeySets."""
+    return (torch._C._dispatch_tls_local_include_set(),  # private: torch._C._*
+            torch._C._dispatch_tls_local_exclude_set())
+
+
+def fallthrough_keys(op):
+    """The keys whose kernel for `op` is a fallthrough, from the private dispatch table dump."""
+    table = torch._C._dispatch_dump_table(op)  # private; lines like 'Key: fallthrough registered at ...'
+    return {line.split(":")[0] for line in table.splitlines() if ": fallthrough registered" in line}
+
+
+def kernels_run(op, keys, include, exclude):
+    """The keys whose kernels run for `op`, highest priority first: each redispatches to the next."""
+    live = [k for k in reversed(names(keys | include)) if k not in names(exclude)]
+    return [k for k in live if k not in fallthrough_keys(op)]
 
 
 def names(ks):
@@ -71,80 +82,88 @@ zoo = build_zoo()
 include_default, exclude_default = tls_sets()
 exclude_autocast, autocast_dtype = autocast_demo()
 n_tensors = len(zoo)
-available = include_default is not None and all(ks is not None for ks, _ in zoo.values())
+with torch.no_grad():
+    no_grad_changes_tls = tls_sets() != (include_default, exclude_default)
+with torch.inference_mode():
+    include_inference, exclude_inference = tls_sets()
+inference_mode_changes_tls = (include_inference, exclude_inference) != (include_default, exclude_default)
+inference_include = ", ".join(names(include_inference))
+inference_excludes_autograd = "AutogradOther" in names(exclude_inference)
 
-if available:
-    plain_keys = str(zoo["plain CPU float"][0])
-    grad_same_as_plain = zoo["requires_grad=True"][0] == zoo["plain CPU float"][0]
-    inference_keys = str(zoo["made in inference_mode"][0])
-    meta_keys = str(zoo["meta (no data)"][0])
-    sparse_keys = str(zoo["sparse COO"][0])
-    vmap_keys = str(zoo["inside vmap"][0])
-    tls_include = str(include_default)
-    n_plain_keys = len(names(zoo["plain CPU float"][0]))
-    # the same sets as prose, highest priority first (the order the dispatcher tries them)
-    plain_by_priority = ", ".join(reversed(names(zoo["plain CPU float"][0])))
-    inference_by_priority = ", ".join(reversed(names(zoo["made in inference_mode"][0])))
-    n_excluded_default = len(names(exclude_default))
-    n_excluded_autocast = len(names(exclude_autocast))
-    autocast_cpu_left_exclude = ("AutocastCPU" in names(exclude_default)
-                                 and "AutocastCPU" not in names(exclude_autocast))
-else:
-    plain_keys = inference_keys = meta_keys = "not available in this torch"
-    plain_by_priority = inference_by_priority = "not available in this torch"
-    sparse_keys = vmap_keys = tls_include = "not available in this torch"
-    grad_same_as_plain = autocast_cpu_left_exclude = False
-    n_plain_keys = n_excluded_default = n_excluded_autocast = 0
+# Which kernels run for a + b and a.add_(b) on plain CPU tensors, after the fallthrough mask.
+plain = zoo["plain CPU float"][0]
+add_runs = ", ".join(kernels_run("aten::add.Tensor", plain, include_default, exclude_default))
+add_inplace_runs = ", ".join(kernels_run("aten::add_.Tensor", plain, include_default, exclude_default))
+add_fallthroughs = ", ".join(sorted(fallthrough_keys("aten::add.Tensor")
+                                    & set(names(plain | include_default))))
+plain_keys = str(zoo["plain CPU float"][0])
+grad_same_as_plain = zoo["requires_grad=True"][0] == zoo["plain CPU float"][0]
+inference_keys = str(zoo["made in inference_mode"][0])
+meta_keys = str(zoo["meta (no data)"][0])
+sparse_keys = str(zoo["sparse COO"][0])
+vmap_keys = str(zoo["inside vmap"][0])
+tls_include = str(include_default)
+n_plain_keys = len(names(zoo["plain CPU float"][0]))
+# the same sets as prose, highest priority first (the order the dispatcher tries them)
+plain_by_priority = ", ".join(reversed(names(zoo["plain CPU float"][0])))
+inference_by_priority = ", ".join(reversed(names(zoo["made in inference_mode"][0])))
+n_excluded_default = len(names(exclude_default))
+n_excluded_autocast = len(names(exclude_autocast))
+autocast_cpu_left_exclude = ("AutocastCPU" in names(exclude_default)
+                             and "AutocastCPU" not in names(exclude_autocast))
 
 print(f"torch {torch.__version__}; key sets via private torch._C._dispatch_keys,")
 print("each listed lowest priority first")
-if available:
-    for label, (ks, _) in zoo.items():
-        print(f"  {label:23s} {', '.join(names(ks))}")
-    print(f"requires_grad changes the key set: {not grad_same_as_plain}"
-          " (autograd key is on every normal tensor)")
-    print(f"TLS include (always added):  {', '.join(names(include_default))}")
-    kinds = sorted({"Autocast*" if k.startswith("Autocast") else k
-                    for k in names(exclude_default)})
-    print(f"TLS exclude (always removed): {n_excluded_default} keys: {', '.join(kinds)}")
-    print(f"inside autocast: {n_excluded_autocast} excluded; AutocastCPU left the exclude set:"
-          f" {autocast_cpu_left_exclude}")
-else:
-    print("  not available in this torch")
+for label, (ks, _) in zoo.items():
+    print(f"  {label:23s} {', '.join(names(ks))}")
+print(f"requires_grad changes the key set: {not grad_same_as_plain}"
+      " (autograd key is on every normal tensor)")
+print(f"TLS include (always added):  {', '.join(names(include_default))}")
+kinds = sorted({"Autocast*" if k.startswith("Autocast") else k
+                for k in names(exclude_default)})
+print(f"TLS exclude (always removed): {n_excluded_default} keys: {', '.join(kinds)}")
+print(f"inside autocast: {n_excluded_autocast} excluded; AutocastCPU left the exclude set:"
+      f" {autocast_cpu_left_exclude}")
 print(f"torch.mm of two float32 tensors inside autocast returns {autocast_dtype}")
+print(f"no_grad changes the TLS sets: {no_grad_changes_tls} (it flips a grad-mode flag instead)")
+print(f"inference_mode changes the TLS sets: {inference_mode_changes_tls}: include {inference_include};")
+print(f"  exclude adds the autograd keys: {inference_excludes_autograd}")
+print(f"fallthrough kernels of aten::add among a plain tensor's keys: {add_fallthroughs}")
+print(f"kernels that run for a + b:      {add_runs}")
+print(f"kernels that run for a.add_(b):  {add_inplace_runs}")
 
-if available:
-    # One set holding every key seen: its string lists keys in priority order (lowest first).
-    seen = {k for ks, _ in zoo.values() for k in names(ks)}
-    union = None
-    for ks, _ in zoo.values():
-        union = ks if union is None else union | ks
-    # The union may invent combinations (e.g. SparseMeta); keep only keys a tensor really has.
-    columns = [k for k in reversed(names(union)) if k in seen]  # highest priority first
-    print(f"{len(columns)} distinct keys; highest priority {columns[0]}, lowest {columns[-1]}")
-else:
-    columns = []
+# One set holding every key seen: its string lists keys in priority order (lowest first).
+seen = {k for ks, _ in zoo.values() for k in names(ks)}
+union = None
+for ks, _ in zoo.values():
+    union = ks if union is None else union | ks
+# The union may invent combinations (e.g. SparseMeta); keep only keys a tensor really has.
+columns = [k for k in reversed(names(union)) if k in seen]  # highest priority first
+print(f"{len(columns)} distinct keys; highest priority {columns[0]}, lowest {columns[-1]}")
 n_distinct_keys = len(columns)
 
-if available:
-    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-    for row, (ks, exclude) in enumerate(zoo.values()):
-        masked = set(names(exclude))
-        for col, key in enumerate(columns):
-            if key in names(ks):
-                live = key not in masked
-                ax.add_patch(Rectangle((col - 0.42, row - 0.38), 0.84, 0.76,
-                                       facecolor="C0" if live else "none",
-                                       edgecolor="C0" if live else "C1",
-                                       hatch=None if live else "///"))
-    ax.set_xlim(-0.5, len(columns) - 0.5)
-    ax.set_ylim(n_tensors - 0.5, -0.5)
-    ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
-    ax.set_yticks(range(n_tensors), list(zoo))
-    ax.set_xlabel("dispatch key, highest priority (runs first) on the left")
-    fig.legend(handles=[Patch(facecolor="C0", edgecolor="C0", label="in the tensor's key set"),
-                        Patch(facecolor="none", edgecolor="C1", hatch="///",
-                              label="in the set, but masked by the TLS exclude set")],
-               loc="outside lower center", ncols=2, fontsize=9)
-    ax.set_title("Which dispatch keys each tensor carries")
-    plt.show()
+fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+add_skips = fallthrough_keys("aten::add.Tensor")
+for row, (ks, exclude) in enumerate(zoo.values()):
+    masked = set(names(exclude))
+    for col, key in enumerate(columns):
+        if key in names(ks):
+            style = dict(facecolor="C0", edgecolor="C0")  # live: its kernel may run
+            if key in masked:
+                style = dict(facecolor="none", edgecolor="C1", hatch="///")
+            elif key in add_skips:
+                style = dict(facecolor="none", edgecolor="C0", linestyle=":", linewidth=1.5)
+            ax.add_patch(Rectangle((col - 0.42, row - 0.38), 0.84, 0.76, **style))
+ax.set_xlim(-0.5, len(columns) - 0.5)
+ax.set_ylim(n_tensors - 0.5, -0.5)
+ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
+ax.set_yticks(range(n_tensors), list(zoo))
+ax.set_xlabel("dispatch key, highest priority (runs first) on the left")
+fig.legend(handles=[Patch(facecolor="C0", edgecolor="C0", label="in the tensor's key set"),
+                    Patch(facecolor="none", edgecolor="C0", linestyle=":", linewidth=1.5,
+                          label="in the set, a fallthrough for aten::add"),
+                    Patch(facecolor="none", edgecolor="C1", hatch="///",
+                          label="masked by the TLS exclude set")],
+           loc="outside lower center", ncols=3, fontsize=9)
+ax.set_title("Which dispatch keys each tensor carries")
+plt.show()

@@ -3,9 +3,15 @@
 Runs relu(linear(x, w)).sum() once with a TorchFunctionMode and a TorchDispatchMode both
 active; each only logs the call and runs it unchanged, so every ATen op can be filed under
 the Python call that caused it. TorchDispatchMode lives in torch.utils._python_dispatch: an
-underscore module, documented for extending PyTorch. Also prints one operator's schema and
-counts the operators registered with the dispatcher (private torch._C._dispatch_get_all_op_names;
-counted right after import; the counts drift between releases).
+underscore module, documented for extending PyTorch. A function mode sees a call before any
+ATen operator runs (for a builtin such as torch.relu, the generated binding has already parsed
+the arguments); a dispatch mode sees operators after autograd and after CompositeImplicitAutograd
+operators such as linear decomposed. Also prints one operator's schema and the overloads of
+aten::add: ATen's own, declared in native_functions.yaml, take tensors; TorchScript registers
+more under the same name (torch/csrc/jit/runtime/register_prim_ops.cpp) for ints, floats,
+strings and lists. Counts the operators registered with the dispatcher (private
+torch._C._dispatch_get_all_op_names; counted right after import; the counts drift between
+releases).
 """
 import torch
 import torch.nn.functional as F
@@ -40,7 +46,7 @@ class DispatchLog(TorchDispatchMode):
 
 
 class FunctionLog(TorchFunctionMode):
-    """Sees each call at the Python API, before any C++ runs; files the ATen ops under it."""
+    """Sees each call at the Python API, before any ATen op runs; files the ATen ops under it."""
 
     def __init__(self, dispatch_log):
         super().__init__()
@@ -83,6 +89,11 @@ n_function_calls = len(calls)
 n_aten_calls = len(aten_ops)
 add_schema = str(torch.ops.aten.add.Tensor._schema)
 n_add_overloads = len(torch.ops.aten.add.overloads())
+add_overloads = [getattr(torch.ops.aten.add, name)._schema for name in torch.ops.aten.add.overloads()]
+# ATen's overloads take a Tensor; TorchScript's (register_prim_ops.cpp) take none.
+add_script_overloads = ", ".join(f"add.{s.overload_name}" if s.overload_name else "add" for s in add_overloads
+                                 if not any("Tensor" in str(a.type) for a in s.arguments))
+n_add_tensor_overloads = sum(any("Tensor" in str(a.type) for a in s.arguments) for s in add_overloads)
 n_ops_after_modes, _ = count_ops()
 
 print("relu(linear(x, w)).sum() with x.requires_grad=True, no bias")
@@ -93,7 +104,8 @@ print(f"{n_function_calls} Python calls, {n_aten_calls} ATen calls: linear is co
 print("  detach is autograd saving relu's output for backward")
 print(f"same code, nothing requires grad: {dispatch_log_no_grad}")
 print(f"schema: {add_schema}")
-print(f"aten::add has {n_add_overloads} overloads; add.Tensor is one of them")
+print(f"aten::add has {n_add_overloads} overloads; {n_add_tensor_overloads} take tensors (ATen's own),")
+print(f"  the others are TorchScript's: {add_script_overloads}")
 if n_ops:
     print(f"operator overloads registered at import: {n_ops}, of which aten:: {n_aten_ops}")
     print(f"  after first use of the modes (lazy imports register more): {n_ops_after_modes}")

@@ -93,6 +93,8 @@ include_mib = size["include"] / 2**20
 biggest_py_region = f"torch/{max(py_lines, key=py_lines.get)}"
 py_mib = sum(k["Python"] for k in kind_bytes.values()) / 2**20
 native_mib = sum(k["shared libraries"] for k in kind_bytes.values()) / 2**20
+rest_mib = total_mib - lib_mib  # every other region together
+most_files_region = max(files, key=files.get)
 
 print(f"torch {torch.__version__}: {total_files:,} files, {total_mib:,.0f} MiB "
       f"in {n_regions} regions (top-level folders)")
@@ -104,7 +106,9 @@ for region, nbytes in size.most_common(12):
 print(f"... and {n_regions - 12} smaller regions")
 print(f"Python: {total_py_files:,} .py files, {total_py_lines:,} lines, {py_mib:.0f} MiB; "
       f"most lines in {biggest_py_region}/")
-print(f"shared libraries: {native_mib:.0f} MiB, torch/lib alone {lib_mib:.0f} MiB")
+print(f"shared libraries: {native_mib:.0f} MiB, torch/lib alone {lib_mib:.0f} MiB, "
+      f"every other region together {rest_mib:.0f} MiB")
+print(f"most files: {label(most_files_region)}")
 print(f"torch/include: {include_files:,} header files, {include_mib:.0f} MiB; by folder (MiB): "
       + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in include_parts.most_common(4)))
 print(f"C++ sources are not shipped: torch/csrc/ has {files['csrc']} file(s); "

@@ -1,11 +1,15 @@
 """Stage 3: the cache (keys, atomic writes, helpers, stale entries) and run settings."""
 
 import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from proof_cache import ProofCache, environment
+from proof_cache import RUN_SETTINGS, ProofCache, environment
 from proof_launch import OK, Outcome
 from proof_runs import Settings
 
@@ -22,8 +26,28 @@ def test_key_depends_on_bytes_and_environment(tmp_path):
 
 
 def test_environment_names_everything_that_changes_output():
-    assert set(environment()) == {"python", "executable", "platform", "machine", "torch", "matplotlib",
-                                  "device", "engine"}
+    assert set(environment()) == {"python", "environment", "cores", "settings", "platform", "machine", "torch",
+                                  "matplotlib", "device", "engine"}
+
+
+def test_one_interpreter_under_two_names_shares_a_key_and_run_settings_do_not(tmp_path):
+    """`.venv/bin/python` and `.venv/bin/python3` (the mkdocs script's) must find each other's runs;
+    a build that forces kernels or cores must not hand its runs to an ordinary build."""
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import proof_cache, json; print(json.dumps(proof_cache.environment()))"
+    hooks = str(Path(__file__).resolve().parent.parent / "hooks")
+    folder = Path(sys.executable).parent
+    names = [name for name in ("python", "python3") if (folder / name).exists()]
+
+    def env_of(executable, **extra):
+        environ = {k: v for k, v in os.environ.items() if k not in RUN_SETTINGS}
+        out = subprocess.run([executable, "-c", code, hooks], env=dict(environ, **extra), capture_output=True,
+                             text=True, check=True)
+        return json.loads(out.stdout)
+
+    plain = env_of(str(folder / names[0]))
+    assert all(env_of(str(folder / name)) == plain for name in names)
+    forced = env_of(str(folder / names[0]), ATEN_CPU_CAPABILITY="default")
+    assert forced["settings"] == {"ATEN_CPU_CAPABILITY": "default"} and forced != plain
 
 
 def test_store_then_load(tmp_path):
