@@ -2,8 +2,9 @@
 
 An entry lives at ``.cache/proofs/<proof>.<key>.json``. The key digests everything that can
 change a proof's output: its bytes, the Python, torch and matplotlib versions, the platform,
-the device and the engine's own code. Helper modules the proof imported from ``proofs/`` are
-recorded in the entry and checked on every lookup. Writes go to a temporary file that is then
+the device and the engine's own code. The neighbours the proof imported, opened or listed in
+its folder (helpers, data files, the folder itself) are recorded in the entry and checked on
+every lookup. Writes go to a temporary file that is then
 renamed over the entry, so an interrupted build never leaves a half-written one; older entries
 of the same proof beyond the newest few are removed once a new one is in place.
 """
@@ -20,10 +21,12 @@ import tempfile
 import time
 from importlib.metadata import PackageNotFoundError, version
 
+from proof_folder import Reader, dependency_digest, disk_reader
 from proof_launch import Outcome
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_launch.py", "proof_launchers.py", "proof_zygote.py")
+ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_folder.py", "proof_launch.py", "proof_launchers.py",
+                "proof_zygote.py")
 KEY_LENGTH = 32
 STALE_PARTIAL_S = 3600
 KEEP_PER_PROOF = 3  # entries kept per proof: a few environments (venvs, versions) can share a cache
@@ -64,15 +67,16 @@ class ProofCache:
     def key(self, source: bytes) -> str:
         return hashlib.sha256(self._environment + b"\0" + source).hexdigest()[:KEY_LENGTH]
 
-    def load(self, proof: str, key: str, proofs_dir: str) -> Outcome | None:
-        """The stored outcome, if there is one and the helpers it imported are unchanged."""
+    def load(self, proof: str, key: str, proofs_dir: str, read: Reader | None = None) -> Outcome | None:
+        """The stored outcome, if there is one and the neighbours it used are unchanged."""
         try:
             with open(self._path(proof, key), encoding="utf-8") as handle:
                 outcome = Outcome.from_json(json.load(handle))
         except (OSError, ValueError, TypeError):
             return None
-        for helper, digest in outcome.deps.items():
-            if _digest_files([os.path.join(proofs_dir, helper)]) != digest:
+        read = read or disk_reader(proofs_dir)
+        for dep, digest in outcome.deps.items():
+            if digest is None or dependency_digest(proofs_dir, dep, read) != digest:
                 return None
         return outcome
 

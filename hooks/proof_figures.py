@@ -1,10 +1,16 @@
-"""Stage 2c: the matplotlib backend a proof draws with at build time (loaded in its process).
+"""Stage 2c: figure capture inside the proof's process. Matplotlib itself is left as it is.
 
-The proof needs no build-only code: whatever it shows (``plt.show()``), saves (``savefig``) or
-leaves open when it ends is captured once per figure, as SVG, in its final state. Drawings are
-byte-identical run to run (fixed SVG hash salt, no date). Backgrounds are transparent; text and
-axes stay black and the renderer turns black into the page's own text colour, so every figure
-reads in the light and the dark palette.
+The proof needs no build-only code, and it cannot tell that it runs in the build: matplotlib
+picks its backend as it would headless by hand (``agg``), ``matplotlib.use(...)`` works, and
+nothing in ``rcParams`` changes. This module only watches: whatever the proof shows
+(``plt.show()``, ``fig.show()``), saves (``savefig``) or leaves open when it ends is captured
+once per figure, as SVG, in its final state. Drawings are byte-identical run to run (fixed SVG
+hash salt, no date). Backgrounds are made transparent for the capture only; text and axes stay
+black and the renderer turns black into the page's own text colour, so every figure reads in
+the light and the dark palette.
+
+proof_sandbox.py calls ``watch_figure_class`` once ``matplotlib.figure`` is imported and
+``watch_pyplot`` once ``matplotlib.pyplot`` is; ``collect`` at the end.
 """
 
 from __future__ import annotations
@@ -12,36 +18,54 @@ from __future__ import annotations
 import io
 import sys
 
-from matplotlib import _pylab_helpers
-from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas  # noqa: F401
+from matplotlib import _pylab_helpers, rc_context
 from matplotlib.figure import Figure
 
-THEME = {
-    "figure.facecolor": "none",
-    "axes.facecolor": "none",
-    "savefig.facecolor": "none",
-    "legend.facecolor": "white",
-    "svg.fonttype": "path",
-    "svg.hashsalt": "proof",
-}
+CAPTURE_SETTINGS = {"svg.fonttype": "path", "svg.hashsalt": "proof"}  # read at save time only
 
 _captured: dict[int, dict] = {}
-_rendering = False
-_save_to_file = Figure.savefig
+_capturing = False
+_original = {"savefig": Figure.savefig, "show": Figure.show}
 
 
-def configure(matplotlib, backend: str) -> None:
-    """Called once, right after the proof imports matplotlib and before it draws anything."""
-    matplotlib.rcParams.update(THEME)
-    matplotlib.rcParams["backend"] = f"module://{backend}"
-    Figure.savefig = _savefig
+def watch_figure_class() -> None:
+    """``Figure.savefig`` and ``Figure.show`` capture the figure, then do what they always do."""
+    if getattr(Figure.savefig, "_proof_watch", False):
+        return
+
+    def savefig(figure, *args, **kwargs):
+        result = _original["savefig"](figure, *args, **kwargs)
+        if not _capturing:
+            _capture(figure)
+        return result
+
+    def show(figure, *args, **kwargs):
+        _capture(figure)
+        return _original["show"](figure, *args, **kwargs)
+
+    for name, function in (("savefig", savefig), ("show", show)):
+        function.__name__ = function.__qualname__ = name
+        function.__doc__ = _original[name].__doc__
+        function.__wrapped__ = _original[name]
+        function._proof_watch = True
+        setattr(Figure, name, function)
 
 
-def show(*args, **kwargs) -> None:
-    """``plt.show()``: capture every open figure, then close them, as a closed window would."""
-    for manager in _pylab_helpers.Gcf.get_all_fig_managers():
-        _capture(manager.canvas.figure)
-    _pylab_helpers.Gcf.destroy_all()
+def watch_pyplot(pyplot) -> None:
+    """``plt.show()`` captures every open figure, then does what it always does (headless: nothing)."""
+    original = pyplot.show
+    if getattr(original, "_proof_watch", False):
+        return
+
+    def show(*args, **kwargs):
+        for manager in _pylab_helpers.Gcf.get_all_fig_managers():
+            _capture(manager.canvas.figure)
+        return original(*args, **kwargs)
+
+    show.__name__, show.__qualname__, show.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    show.__wrapped__ = original
+    show._proof_watch = True
+    pyplot.show = show
 
 
 def collect() -> list[dict]:
@@ -51,25 +75,19 @@ def collect() -> list[dict]:
     return [{"svg": entry["svg"], "alt": entry["alt"]} for entry in _captured.values()]
 
 
-def _savefig(figure, *args, **kwargs):
-    result = _save_to_file(figure, *args, **kwargs)
-    if not _rendering:
-        _capture(figure)
-    return result
-
-
 def _capture(figure) -> None:
     """Render ``figure`` now; a figure seen again keeps its first place but its latest drawing."""
-    global _rendering
+    global _capturing
     buffer = io.BytesIO()
-    _rendering = True
+    _capturing = True
     try:
-        _save_to_file(figure, buffer, format="svg", metadata={"Date": None})
+        with rc_context(CAPTURE_SETTINGS):
+            _original["savefig"](figure, buffer, format="svg", transparent=True, metadata={"Date": None})
     except Exception as exc:  # by hand nothing would draw it: say so, and do not fail the proof
         print(f"[figure '{_describe(figure)}' could not be drawn as SVG: {exc!r}]", file=sys.stderr)
         return
     finally:
-        _rendering = False
+        _capturing = False
     entry = _captured.setdefault(id(figure), {"figure": figure})
     entry["svg"] = buffer.getvalue().decode("utf-8")
     entry["alt"] = _describe(figure)

@@ -1,9 +1,12 @@
 """Stage 2b: run one proof in its own process and say what happened.
 
-``run_proof(path, proofs_dir, timeout)`` is the whole interface: it runs the script through
-proof_sandbox.py in its own process and session, in a fresh temporary working directory,
-captures everything it prints (stdout and stderr interleaved, capped in size), stops it and
-its whole process tree at the time limit, and judges the result into an ``Outcome``.
+``run_proof(path, proofs_dir, timeout)`` is the whole interface: it lays out a fresh folder
+holding the script and copies of its neighbours (what sits beside it in ``proofs/``), runs the
+script there through proof_sandbox.py in its own process and session, captures everything it
+prints (stdout and stderr interleaved, capped in size), stops it and its whole process tree at
+the time limit, and judges the result into an ``Outcome``. Whatever the proof writes, deletes
+or renames stays in that folder, which is removed afterwards. The neighbours it imported,
+opened or listed become the outcome's dependencies, which the cache checks.
 How the process starts (a fresh interpreter, or a fork of a warm one) is proof_launchers.py's
 business; what a run *means* (markers, exit codes, expected failures) is this module's.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import posixpath
 import re
 import shutil
 import signal
@@ -20,6 +24,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+from proof_folder import Reader, dependencies, disk_reader, lay_out
 from proof_launchers import Job, Raw, SpawnLauncher, WarmLauncher
 
 SPAWN, WARM = SpawnLauncher(), WarmLauncher()
@@ -41,7 +46,7 @@ class Outcome:
     figures: list = field(default_factory=list)  # [{"svg": ..., "alt": ...}]
     error: str | None = None  # one line, for the log and the card's heading
     error_line: int | None = None
-    deps: dict = field(default_factory=dict)  # helper modules from proofs/: {path: sha256}
+    deps: dict = field(default_factory=dict)  # neighbours it used: {path under proofs/: sha256}; "dir/": its listing
     stamp: dict = field(default_factory=dict)
     duration_s: float = 0.0
     cacheable: bool = True
@@ -62,31 +67,37 @@ def markers(source: str) -> dict[str, str]:
     return {m["name"]: m["argument"] for m in _MARKER.finditer(source)}
 
 
-def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True) -> Outcome:
-    """Run the script at ``path`` as ``python path`` would, isolated; never raises for its faults.
+def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True, read: Reader | None = None) -> Outcome:
+    """Run the script at ``path`` as ``python NAME.py`` would in a folder holding it and its
+    neighbours, isolated; never raises for its faults.
 
-    With ``warm``, it is forked from the warm interpreter unless it is marked
-    ``# proof: cold-start`` (it measures start-up, so it needs a fresh interpreter) or the warm
-    interpreter cannot serve on this machine.
+    ``read`` gives the bytes of files under ``proofs_dir`` (the build reads each once, so what
+    runs is what it keyed and shows); by default they are read from disk. With ``warm``, the
+    proof is forked from the warm interpreter unless it is marked ``# proof: cold-start`` (it
+    measures start-up, so it needs a fresh interpreter) or the warm interpreter cannot serve.
     """
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        marks = markers(handle.read())
+    read = read or disk_reader(proofs_dir)
+    relative = os.path.relpath(path, proofs_dir).replace(os.sep, "/")
+    folder = posixpath.dirname(relative)
+    marks = markers((read(relative) or b"").decode("utf-8", errors="replace"))
     launcher = launcher_for(marks, warm)
     with tempfile.TemporaryDirectory(prefix="proof-") as scratch:
-        job = Job(os.path.join(scratch, "report.json"), path, proofs_dir, os.path.join(scratch, "work"))
-        os.mkdir(job.workdir)
+        workdir = os.path.join(scratch, posixpath.basename(folder) or "proofs")
+        job = Job(os.path.join(scratch, "report.json"), os.path.join(workdir, posixpath.basename(relative)), workdir)
+        lay_out(workdir, proofs_dir, folder, read)
         started = time.perf_counter()
         try:
             raw = launcher.run(job, timeout)
         except (OSError, EOFError, TimeoutError):  # the warm interpreter failed us: start afresh
-            shutil.rmtree(job.workdir, ignore_errors=True)
-            os.mkdir(job.workdir)
+            lay_out(workdir, proofs_dir, folder, read)
             started = time.perf_counter()
             raw = SPAWN.run(job, timeout)
         elapsed = time.perf_counter() - started
         report = _read_report(job.report)
-        shutil.rmtree(job.workdir, ignore_errors=True)
-    return _judge(raw, report, marks.get("raises"), timeout, elapsed)
+        shutil.rmtree(workdir, ignore_errors=True)
+    outcome = _judge(raw, report, marks.get("raises"), timeout, elapsed)
+    outcome.deps = dependencies(report.get("touched", {}), proofs_dir, folder, read)
+    return outcome
 
 
 def launcher_for(marks: dict[str, str], warm: bool) -> SpawnLauncher | WarmLauncher:
@@ -133,7 +144,6 @@ def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed
         output=clean_output(raw.output),
         values=report.get("values", {}),
         figures=report.get("figures", []),
-        deps=report.get("deps", {}),
         stamp=report.get("stamp", {}),
         duration_s=report.get("stamp", {}).get("duration_s", elapsed),
     )

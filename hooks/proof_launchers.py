@@ -37,9 +37,8 @@ ZYGOTE_START_TIMEOUT = 120.0
 @dataclass(frozen=True)
 class Job:
     report: str  # where the sandbox writes its JSON report
-    proof: str  # absolute path of the script
-    proofs_dir: str
-    workdir: str  # a fresh, empty folder
+    proof: str  # absolute path of the script, inside workdir
+    workdir: str  # a fresh folder holding the proof and copies of its neighbours
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,16 @@ class Raw:
     timed_out: bool
 
 
+HEADLESS_DROPS = ("DISPLAY", "WAYLAND_DISPLAY", "MPLBACKEND")
+
+
 def child_environment() -> dict:
-    return dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
+    """The build's environment, as a headless terminal would have it: no display to open windows
+    on (so matplotlib picks what it picks headless), UTF-8 output, no bytecode written."""
+    environ = {k: v for k, v in os.environ.items() if k not in HEADLESS_DROPS}
+    if sys.platform == "darwin":  # macOS needs no DISPLAY for windows: ask for no GUI outright
+        environ["MPLBACKEND"] = "agg"
+    return dict(environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
 
 
 class SpawnLauncher:
@@ -60,7 +67,7 @@ class SpawnLauncher:
 
     def run(self, job: Job, timeout: float) -> Raw:
         process = subprocess.Popen(
-            [sys.executable, "-u", SANDBOX, job.report, job.proof, job.proofs_dir],
+            [sys.executable, "-u", SANDBOX, job.report, job.proof],
             cwd=job.workdir,
             env=child_environment(),
             stdin=subprocess.DEVNULL,
@@ -112,8 +119,7 @@ class WarmLauncher:
     def run(self, job: Job, timeout: float) -> Raw:
         out_read, out_write = os.pipe()
         status_read, status_write = os.pipe()
-        request = json.dumps({"report": job.report, "proof": job.proof, "proofs_dir": job.proofs_dir,
-                              "workdir": job.workdir}).encode()
+        request = json.dumps({"report": job.report, "proof": job.proof, "workdir": job.workdir}).encode()
         try:
             with self._lock:
                 if self._channel is None:

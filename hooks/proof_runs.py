@@ -12,6 +12,7 @@ every proof in a fresh interpreter instead of forking it from the warm one.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -56,10 +57,23 @@ class Runs:
         self.outcomes: dict[str, Outcome] = {}
         self.ran = self.recalled = self.failed = 0
         self.seconds = 0.0
+        self._files: dict[str, bytes | None] = {}
+        self._reading = threading.Lock()
+
+    def read(self, relative: str) -> bytes | None:
+        """The bytes of a file under proofs/, read once per build: what is keyed, run, shown and
+        published is one version of it, even if an editor saves a new one meanwhile."""
+        with self._reading:
+            if relative not in self._files:
+                try:
+                    with open(self._path(relative), "rb") as handle:
+                        self._files[relative] = handle.read()
+                except OSError:
+                    self._files[relative] = None
+            return self._files[relative]
 
     def source(self, proof: str) -> str:
-        with open(self._path(proof), "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
+        return (self.read(proof) or b"").decode("utf-8", errors="replace")
 
     def prepare(self, proofs: list[str], report: Callable[[str], None]) -> None:
         """Get every outcome now, reporting ``3/12 p2_dispatch_cost.py 0.8 s`` as each one lands."""
@@ -114,19 +128,18 @@ class Runs:
     def _recall(self, proof: str) -> Outcome | None:
         if self.settings.rerun:
             return None
-        return self.cache.load(proof, self._key(proof), self.proofs_dir)
+        return self.cache.load(proof, self._key(proof), self.proofs_dir, self.read)
 
     def _run(self, proof: str) -> tuple[str, Outcome]:
         """Run ``proof`` (in a worker thread) and store what it made; the caller records it."""
         key = self._key(proof)
-        outcome = run_proof(self._path(proof), self.proofs_dir, self.settings.timeout, self.settings.warm)
+        outcome = run_proof(self._path(proof), self.proofs_dir, self.settings.timeout, self.settings.warm, self.read)
         if outcome.cacheable:
             self.cache.store(proof, key, outcome)
         return proof, outcome
 
     def _key(self, proof: str) -> str:
-        with open(self._path(proof), "rb") as handle:
-            return self.cache.key(handle.read())
+        return self.cache.key(self.read(proof) or b"")
 
     def summary(self) -> str:
         return (

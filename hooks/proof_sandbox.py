@@ -1,12 +1,14 @@
 """Stage 2b: the small program that runs inside a proof's own process.
 
-Usage (by the launcher only): ``python -u proof_sandbox.py REPORT_JSON PROOF_PY PROOFS_DIR``
+Usage (by the launcher only): ``python -u proof_sandbox.py REPORT_JSON PROOF_PY``
 
-It makes the process look like ``python PROOF_PY`` run by hand (``__main__``, ``__file__``,
-``sys.argv``, ``sys.path[0]``), runs the script, and writes a JSON report: the module-level
-values, the figures (via proof_figures.py), the trimmed traceback if it raised, the helper
-modules it imported from ``proofs/``, and a stamp of where it ran. What the script prints goes
-to this process's stdout and stderr, which the launcher captures.
+The launcher has made a fresh folder holding the proof and copies of its neighbours from
+``proofs/``, and started this process there. This program makes the process look like
+``python NAME.py`` typed in that folder (``__main__``, ``__file__``, ``sys.argv``,
+``sys.path[0]``), runs the script, and writes a JSON report: the module-level values, the
+figures (via proof_figures.py), the trimmed traceback if it raised, which neighbours it
+imported, opened or listed (the cache must watch them), and a stamp of where it ran. What the
+script prints goes to this process's stdout and stderr, which the launcher captures.
 
 It imports only the standard library, so it starts fast, and nothing of the build.
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import builtins
 import datetime
-import hashlib
 import importlib.abc
 import importlib.util
 import json
@@ -28,26 +29,31 @@ import traceback
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIGURES_BACKEND = "_proof_figures_backend"
+FIGURES_MODULE = "_proof_figures"
 MAX_STRING_VALUE = 10_000
 
 
-def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
+def main(report_path: str, proof_path: str) -> int:
     die_with_parent()
     install_figure_hook()
+    folder = os.path.dirname(proof_path)
+    touched = _Touched(folder)
     namespace = _become_main(proof_path)
     already_loaded = set(sys.modules)
     started = time.perf_counter()
     error, exit_code = None, 0
     try:
         source = _read_source(proof_path)
+        touched.start()
         exec(compile(source, proof_path, "exec", dont_inherit=True), namespace)
     except SystemExit as stop:
         exit_code = _exit_code(stop)
     except BaseException as exc:  # the proof's own failure, reported, not raised
-        error = _describe_error(exc, proof_path, proofs_dir)
+        error = _describe_error(exc, proof_path, folder)
         sys.stderr.write(error["traceback"])
         exit_code = 1
+    finally:
+        touched.stop()
     duration = time.perf_counter() - started
     sys.stdout.flush()
     sys.stderr.flush()
@@ -55,7 +61,7 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
         "values": _values(namespace),
         "figures": _FigureHook.collect(),
         "error": error,
-        "deps": _helper_digests(proof_path, proofs_dir, already_loaded),
+        "touched": touched.report(proof_path, already_loaded),
         "stamp": _stamp(duration),
     }
     _write_json(report_path, report)
@@ -63,7 +69,7 @@ def main(report_path: str, proof_path: str, proofs_dir: str) -> int:
 
 
 def install_figure_hook() -> None:
-    """From now on, importing matplotlib points it at proof_figures.py (once per process)."""
+    """From now on, importing matplotlib makes proof_figures.py watch its figures (once per process)."""
     if not any(isinstance(finder, _FigureHook) for finder in sys.meta_path):
         sys.meta_path.insert(0, _FigureHook())
 
@@ -92,7 +98,7 @@ def _become_main(proof_path: str) -> dict:
     module.__spec__ = None
     module.__loader__ = None
     sys.modules["__main__"] = module
-    sys.argv = [proof_path]
+    sys.argv = [os.path.basename(proof_path)]  # as typed: `python NAME.py` in the proof's folder
     sys.path[0] = os.path.dirname(proof_path)
     return module.__dict__
 
@@ -111,18 +117,18 @@ def _exit_code(stop: SystemExit) -> int:
     return 1
 
 
-def _describe_error(exc: BaseException, proof_path: str, proofs_dir: str) -> dict:
+def _describe_error(exc: BaseException, proof_path: str, folder: str) -> dict:
     """The exception as the reader should see it: only the proof's own frames, short paths."""
     report = traceback.TracebackException.from_exception(exc)
     line = None
     for part in _chain(report):
-        own = [frame for frame in part.stack if _inside(frame.filename, proofs_dir)]
+        own = [frame for frame in part.stack if _inside(frame.filename, folder)]
         for frame in own:
-            frame.filename = _shown_path(frame.filename, proofs_dir)
+            frame.filename = _shown_path(frame.filename, folder)
         part.stack = traceback.StackSummary.from_list(own)
-        if getattr(part, "filename", None) and _inside(part.filename, proofs_dir):  # SyntaxError
-            part.filename = _shown_path(part.filename, proofs_dir)
-    frames_here = [f for f in report.stack if f.filename == _shown_path(proof_path, proofs_dir)]
+        if getattr(part, "filename", None) and _inside(part.filename, folder):  # SyntaxError
+            part.filename = _shown_path(part.filename, folder)
+    frames_here = [f for f in report.stack if f.filename == _shown_path(proof_path, folder)]
     if frames_here:
         line = frames_here[-1].lineno
     elif isinstance(exc, SyntaxError):
@@ -148,8 +154,8 @@ def _inside(path: str, directory: str) -> bool:
     return path.startswith(os.path.join(os.path.abspath(directory), ""))
 
 
-def _shown_path(path: str, proofs_dir: str) -> str:
-    return os.path.relpath(os.path.abspath(path), proofs_dir).replace(os.sep, "/")
+def _shown_path(path: str, folder: str) -> str:
+    return os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/")
 
 
 def _values(namespace: dict) -> dict:
@@ -179,18 +185,66 @@ def _plain(value):
     return {"unsupported": type(value).__name__}
 
 
-def _helper_digests(proof_path: str, proofs_dir: str, already_loaded: set) -> dict:
-    """sha256 of every module the proof imported from proofs/ (the cache must watch them)."""
-    digests = {}
-    proof = os.path.abspath(proof_path)
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None) if name not in already_loaded else None
-        if not path or not _inside(path, proofs_dir) or os.path.abspath(path) == proof:
-            continue
-        if os.path.isfile(path):
-            with open(path, "rb") as handle:
-                digests[_shown_path(path, proofs_dir)] = hashlib.sha256(handle.read()).hexdigest()
-    return digests
+class _Touched:
+    """Which neighbours of the proof it opened or listed, seen through an audit hook.
+
+    Only names that were in the folder when the proof started count: what the proof writes
+    for itself is its own business. Audit hooks cannot be removed, so this one turns itself
+    off in ``stop``.
+    """
+
+    def __init__(self, folder: str):
+        self.folder = os.path.abspath(folder)
+        self.present = set(os.listdir(self.folder))
+        self.opened: set[str] = set()
+        self.listed: set[str] = set()
+        self.active = False
+
+    def start(self) -> None:
+        self.active = True
+        sys.addaudithook(self._hook)
+
+    def stop(self) -> None:
+        self.active = False
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if not self.active or event not in ("open", "os.listdir", "os.scandir"):
+            return
+        if event != "open" and sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
+            return  # the import system caching a folder's names, not the proof looking
+        path = args[0] if args else None
+        if event != "open" and path is None:
+            path = "."
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):  # a file descriptor
+            return
+        relative = self._relative(path)
+        if relative is None:
+            return
+        if event == "open" and relative.split("/")[0] in self.present:
+            self.opened.add(relative)
+        elif event != "open" and relative.split("/")[0] in self.present | {""}:
+            self.listed.add(relative)
+
+    def _relative(self, path: str) -> str | None:
+        absolute = os.path.abspath(path)
+        if absolute == self.folder:
+            return ""
+        if not absolute.startswith(self.folder + os.sep):
+            return None
+        return os.path.relpath(absolute, self.folder).replace(os.sep, "/")
+
+    def report(self, proof_path: str, already_loaded: set) -> dict:
+        """{"opened": [...], "listed": [...]}: paths relative to the folder ("" is the folder)."""
+        opened = set(self.opened)
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None) if name not in already_loaded else None
+            relative = self._relative(path) if path else None
+            if relative and relative.split("/")[0] in self.present:
+                opened.add(relative)
+        opened.discard(os.path.basename(proof_path))
+        return {"opened": sorted(opened), "listed": sorted(self.listed)}
 
 
 def _stamp(duration: float) -> dict:
@@ -251,18 +305,22 @@ def _write_json(path: str, report: dict) -> None:
 
 
 class _FigureHook(importlib.abc.MetaPathFinder):
-    """Points matplotlib at proof_figures.py when (and only if) the proof imports matplotlib."""
+    """Has proof_figures.py watch matplotlib's figures when (and only if) the proof imports it.
 
-    backend = None
+    Nothing of matplotlib changes: once ``matplotlib.figure`` has run, ``Figure.savefig`` and
+    ``Figure.show`` also capture; once ``matplotlib.pyplot`` has run, so does ``plt.show``.
+    """
+
+    figures = None  # proof_figures.py, once loaded
 
     @classmethod
     def collect(cls) -> list:
-        return cls.backend.collect() if cls.backend else []
+        return cls.figures.collect() if cls.figures else []
 
     def find_spec(self, name, path=None, target=None):
-        if name == FIGURES_BACKEND:
+        if name == FIGURES_MODULE:
             return importlib.util.spec_from_file_location(name, os.path.join(HERE, "proof_figures.py"))
-        if name != "matplotlib":
+        if name not in ("matplotlib.figure", "matplotlib.pyplot"):
             return None
         sys.meta_path.remove(self)
         try:
@@ -275,12 +333,15 @@ class _FigureHook(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run_module(module)
-            _FigureHook.backend = importlib.import_module(FIGURES_BACKEND)
-            _FigureHook.backend.configure(module, FIGURES_BACKEND)
+            _FigureHook.figures = importlib.import_module(FIGURES_MODULE)
+            if name == "matplotlib.figure":
+                _FigureHook.figures.watch_figure_class()
+            else:
+                _FigureHook.figures.watch_pyplot(module)
 
         spec.loader.exec_module = exec_module
         return spec
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:3]))

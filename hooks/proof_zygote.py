@@ -13,7 +13,7 @@ stderr, /dev/null as stdin and a fresh working directory, and runs proof_sandbox
 
 Protocol, over an AF_UNIX SOCK_SEQPACKET socket (one JSON message per packet):
     zygote -> build   {"ready": true, "preloaded": [...]}  or  {"ready": false, "reason": "..."}
-    build -> zygote   {"report": ..., "proof": ..., "proofs_dir": ..., "workdir": ...}
+    build -> zygote   {"report": ..., "proof": ..., "workdir": ...}
                       with two file descriptors: the output pipe and the status pipe
     supervisor -> build, on the status pipe, one JSON line each:
                       {"pid": N}  then  {"returncode": R}   (R < 0: killed by signal -R)
@@ -22,6 +22,7 @@ Protocol, over an AF_UNIX SOCK_SEQPACKET socket (one JSON message per packet):
 from __future__ import annotations
 
 import atexit
+import builtins
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ import socket
 import sys
 import threading
 import traceback
+import warnings
 import weakref
 
 import proof_sandbox
@@ -38,6 +40,7 @@ import proof_sandbox
 # start no thread at all.
 PRELOAD = ("numpy", "torch", "matplotlib", "matplotlib.pyplot")
 FORK_SAFE_THREADS = ("numpy",)
+PRELOAD_WARNINGS: dict[str, list] = {}  # preloaded module -> the warnings its import showed
 
 
 def main(fd: int) -> None:
@@ -45,7 +48,7 @@ def main(fd: int) -> None:
     # start us from worker threads. When the build dies, the kernel closes its end of the
     # socket and the wait for the next request below returns empty.
     channel = socket.socket(fileno=fd)
-    proof_sandbox.install_figure_hook()  # matplotlib, once preloaded, draws with proof_figures.py
+    proof_sandbox.install_figure_hook()  # matplotlib, once preloaded, has its figures watched
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in `mkdocs serve` is for the build
     problem = _preload()
     if problem:
@@ -80,9 +83,12 @@ def _preload() -> str | None:
     for name in PRELOAD:
         before = _os_threads()
         try:
-            __import__(name)
+            with warnings.catch_warnings(record=True) as shown:  # the filters stay as they are
+                __import__(name)
         except ImportError:
             continue
+        if shown:
+            PRELOAD_WARNINGS[name] = shown
         started = _os_threads() - before
         if started and name not in FORK_SAFE_THREADS:
             return f"importing {name} started {started} thread(s); a fork would copy them"
@@ -127,16 +133,44 @@ def _become_proof(request: dict, out_fd: int) -> None:
     os.close(devnull)
     os.close(out_fd)
     os.chdir(request["workdir"])
+    fresh_warnings()
     numpy = sys.modules.get("numpy")
     if numpy is not None:  # by hand, every run draws a fresh global seed
         numpy.random.seed()
     code = 1
     try:
-        code = proof_sandbox.main(request["report"], request["proof"], request["proofs_dir"])
+        code = proof_sandbox.main(request["report"], request["proof"])
     except BaseException:  # a fault of the engine, not of the proof: say what it was
         traceback.print_exc()
     finally:
         _exit_like_python(code)
+
+
+def fresh_warnings() -> None:
+    """Warnings as a new interpreter has them. The preload may have shown a warning already, and
+    Python shows a "default" warning once per place: forget every place, so the proof sees each
+    one as it would by hand. A warning that a preloaded module's import showed is shown again
+    when the proof first imports that module, since by hand its import would show it."""
+    filters = list(warnings.filters)
+    warnings.simplefilter("default")  # any change to the filters makes every registry stale...
+    warnings.filters[:] = filters  # ...and the filters themselves stay as they were
+    warnings.onceregistry.clear()  # "once" warnings keep their own list
+    if PRELOAD_WARNINGS:
+        builtins.__import__ = _replaying_import(builtins.__import__, dict(PRELOAD_WARNINGS))
+
+
+def _replaying_import(original, pending: dict):
+    def import_(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0:
+            for preloaded in [p for p in pending if name == p or name.startswith(p + ".")
+                              or any(f"{name}.{item}" == p for item in fromlist or ())]:
+                for shown in pending.pop(preloaded):
+                    warnings.warn_explicit(shown.message, shown.category, shown.filename, shown.lineno)
+            if not pending:
+                builtins.__import__ = original
+        return original(name, globals, locals, fromlist, level)
+
+    return import_
 
 
 def _exit_like_python(code: int) -> None:

@@ -7,6 +7,7 @@ The pipeline, one module per stage:
     proof_claims    read a claim's condition and judge it against a proof's values
     proof_runs      get each proof's outcome once per build: from the cache or by running it
     proof_launch      run one proof in its own process and judge what happened
+    proof_folder        the folder it runs in: copies of its neighbours; what it depended on
     proof_launchers     start that process: a fresh interpreter, or a fork of proof_zygote
     proof_sandbox       inside the proof's process: look like `python NAME.py`, report values
     proof_figures       inside the proof's process: capture matplotlib figures as SVG
@@ -171,14 +172,16 @@ def on_shutdown() -> None:
 
 def _publish(files: Files, config: MkDocsConfig) -> None:
     """Every file under proofs/ goes into the site at proofs/<path>, with the card's CSS."""
-    wanted = [(CSS, os.path.join(HERE, "proof_card.css"))]
+    wanted = [(CSS, {"abs_src_path": os.path.join(HERE, "proof_card.css")})]
     for relative in proof_links.files_under(_build.proofs_dir):
-        wanted.append((f"proofs/{relative}", os.path.join(_build.proofs_dir, *relative.split("/"))))
-    for uri, path in wanted:
+        content = _build.runs.read(relative)  # the bytes that run: each file is read once per build
+        if content is not None:
+            wanted.append((f"proofs/{relative}", {"content": content}))
+    for uri, source in wanted:
         existing = files.get_file_from_path(uri)
         if existing is not None:
             files.remove(existing)
-        files.append(File.generated(config, uri, abs_src_path=path))
+        files.append(File.generated(config, uri, **source))
 
 
 def _scan_pages(files: Files) -> None:

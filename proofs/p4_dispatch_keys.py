@@ -94,8 +94,8 @@ inference_excludes_autograd = "AutogradOther" in names(exclude_inference)
 plain = zoo["plain CPU float"][0]
 add_runs = ", ".join(kernels_run("aten::add.Tensor", plain, include_default, exclude_default))
 add_inplace_runs = ", ".join(kernels_run("aten::add_.Tensor", plain, include_default, exclude_default))
-add_fallthroughs = ", ".join(sorted(fallthrough_keys("aten::add.Tensor")
-                                    & set(names(plain | include_default))))
+live_for_add = set(names(plain | include_default)) - set(names(exclude_default))
+add_fallthroughs = ", ".join(sorted(fallthrough_keys("aten::add.Tensor") & live_for_add))  # what the mask drops
 plain_keys = str(zoo["plain CPU float"][0])
 grad_same_as_plain = zoo["requires_grad=True"][0] == zoo["plain CPU float"][0]
 inference_keys = str(zoo["made in inference_mode"][0])
@@ -128,7 +128,7 @@ print(f"torch.mm of two float32 tensors inside autocast returns {autocast_dtype}
 print(f"no_grad changes the TLS sets: {no_grad_changes_tls} (it flips a grad-mode flag instead)")
 print(f"inference_mode changes the TLS sets: {inference_mode_changes_tls}: include {inference_include};")
 print(f"  exclude adds the autograd keys: {inference_excludes_autograd}")
-print(f"fallthrough kernels of aten::add among a plain tensor's keys: {add_fallthroughs}")
+print(f"keys of a + b whose aten::add kernel is a fallthrough (the mask drops them): {add_fallthroughs}")
 print(f"kernels that run for a + b:      {add_runs}")
 print(f"kernels that run for a.add_(b):  {add_inplace_runs}")
 

@@ -51,6 +51,7 @@ print(f"the pack hook saw {saved_tensors} tensors, {saved_mib:.2f} MiB"
 loss.backward()
 alive = [is_x for _, is_x, ref in saved if ref() is not None]
 saved_alive_after_backward = len(alive)
+only_input_alive = len(alive) == saved_is_input and all(alive)  # the survivors are x alone
 print(f"first backward: x.grad[:3] = {[round(g, 4) for g in x.grad[:3].tolist()]}")
 print(f"saved tensors still alive after backward: {saved_alive_after_backward} of {saved_tensors}"
       + (" (only x, which this script still holds)" if all(alive) else ""))

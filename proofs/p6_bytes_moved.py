@@ -10,6 +10,8 @@ shared machine a busy second core can stall a parallel loop for milliseconds. Wi
 threads the adds keep their proportions; the contiguous copy gets faster, so the
 transpose ratio grows.
 """
+import glob
+import os
 import time
 
 import matplotlib.pyplot as plt
@@ -65,6 +67,11 @@ i32_gbs = i32_bytes / i32_us / 1e3
 i16_gbs = i16_bytes / i16_us / 1e3
 bf16_gbs = bf16_bytes / bf16_us / 1e3
 bf16_vs_i16 = bf16_us / i16_us  # same bytes moved: any gap is the widening and narrowing
+# The widening is in ATen's vector type for bfloat16, shipped as a header with the package:
+# its arithmetic operators go through binary_op_as_fp32 (x86 builds).
+VEC_HEADERS = glob.glob(os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "cpu", "vec",
+                                     "vec*", "vec*_bfloat16.h"))
+bf16_widened_in_header = any("binary_op_as_fp32" in open(h, encoding="utf-8").read() for h in VEC_HEADERS)
 f64_vs_f32 = f64_us / f32_us    # 2x the bytes
 f32_vs_i8 = f32_us / i8_us      # 4x the bytes
 i8_gbs = i8_bytes / i8_us / 1e3
@@ -84,9 +91,11 @@ print(f"{'dtype':<6}{'bytes moved':>14}{'time µs':>11}{'GB/s':>8}")
 for name in DTYPES:
     us, moved = results[name]
     print(f"{name:<6}{moved:>14,}{us:>11.0f}{moved / us / 1e3:>8.1f}")
-print("Same count of additions; the time scales with the bytes.")
+print(f"Same count of additions: f64 took {f64_vs_f32:.1f}x f32's time for 2x the bytes, "
+      f"f32 {f32_vs_i8:.1f}x i8's for 4x the bytes.")
 print(f"bf16 is the exception: it moves the bytes of i16 but took {bf16_vs_i16:.1f}x as long;")
-print("the CPU widens it to float32 for the add and narrows it back.")
+print("the CPU widens it to float32 for the add and narrows it back:")
+print(f"  binary_op_as_fp32 in ATen/cpu/vec/*/vec*_bfloat16.h: {bf16_widened_in_header}")
 print()
 print(f"copy of a 2048x2048 float32 matrix ({m.numel() * 4 / 2**20:.0f} MiB) into a "
       f"preallocated one, min of {REPS} runs:")

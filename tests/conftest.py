@@ -83,3 +83,13 @@ def log_lines(result: subprocess.CompletedProcess, level: str | None = None) -> 
         return lines
     prefix = f"{level}"
     return [line.split("-", 1)[1].strip() for line in lines if line.startswith(prefix)]
+
+
+def ran(result) -> list[str]:
+    """Proofs that actually ran in a build, from its progress lines ("proofs: 1/2 a.py 0.1 s"), sorted."""
+    names = []
+    for line in log_lines(result, "INFO"):
+        words = line.split()
+        if words[0] == "proofs:" and words[1][0].isdigit() and "/" in words[1] and "from cache" not in line:
+            names.append(words[2])
+    return sorted(names)

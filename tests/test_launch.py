@@ -34,16 +34,17 @@ def test_runs_like_python_by_hand(tmp_path):
         """
         import os, sys
         here = os.getcwd()
-        file_, argv, path0, name = __file__, sys.argv, sys.path[0], __name__
+        file_, argv0, path0, name = __file__, sys.argv[0], sys.path[0], __name__
         print("ran")
         """,
     )
     assert outcome.status == OK, outcome.output
-    proofs = str(tmp_path / "proofs")
-    assert outcome.values["file_"] == os.path.join(proofs, "p.py")
-    assert outcome.values["path0"] == proofs
+    here = outcome.values["here"]
+    assert not here.startswith(str(tmp_path))  # a fresh folder, not the project's proofs/
+    assert os.path.basename(here) == "proofs"  # named like the folder it copies
+    assert outcome.values["file_"] == os.path.join(here, "p.py")  # absolute, as Python makes it
+    assert (outcome.values["argv0"], outcome.values["path0"]) == ("p.py", here)  # as typed there
     assert outcome.values["name"] == "__main__"
-    assert not outcome.values["here"].startswith(str(tmp_path))  # a fresh folder, not the project
     assert outcome.output == "ran\n"
 
 
@@ -57,13 +58,14 @@ def test_helper_import(tmp_path):
 
 def test_argv_is_the_script_alone(tmp_path):
     outcome = run(tmp_path, "import sys\nargv = ' '.join(sys.argv)\n")
-    assert outcome.values["argv"] == str(tmp_path / "proofs" / "p.py")
+    assert outcome.values["argv"] == "p.py"
 
 
 def test_each_run_gets_a_fresh_working_directory(tmp_path):
-    source = "import os\nleft = len(os.listdir())\nopen('made.txt', 'w').write('x')\n"
-    assert run(tmp_path, source).values["left"] == 0
-    assert run(tmp_path, source).values["left"] == 0
+    source = "import os\nleft = ' '.join(sorted(os.listdir()))\nopen('made.txt', 'w').write('x')\n"
+    assert run(tmp_path, source).values["left"] == "p.py"
+    assert run(tmp_path, source).values["left"] == "p.py"
+    assert sorted(os.listdir(tmp_path / "proofs")) == ["p.py"]
 
 
 def test_stdout_and_stderr_interleave_in_order(tmp_path):

@@ -5,17 +5,7 @@ import signal
 import subprocess
 import time
 
-from conftest import log_lines
-
-
-def ran(result) -> list[str]:
-    """Proofs that actually ran in a build, from its progress lines ("proofs: 1/2 a.py 0.1 s"), sorted."""
-    names = []
-    for line in log_lines(result, "INFO"):
-        words = line.split()
-        if words[0] == "proofs:" and words[1][0].isdigit() and "/" in words[1] and "from cache" not in line:
-            names.append(words[2])
-    return sorted(names)
+from conftest import log_lines, ran
 
 
 def two_proof_site(site):
@@ -98,3 +88,24 @@ def test_a_build_killed_mid_proof_leaves_a_clean_cache(site):
     result = site.build("--strict")
     assert result.returncode == 0, result.stderr
     assert ran(result) == ["slow.py"]
+
+
+def test_one_read_per_build_what_runs_is_what_is_keyed_and_shown(tmp_path):
+    from proof_cache import ProofCache
+    from proof_runs import Runs, Settings
+
+    proofs = tmp_path / "proofs"
+    proofs.mkdir()
+    (proofs / "p.py").write_text("print('v1')\n")
+    cache = ProofCache(str(tmp_path / "cache"), {})
+    runs = Runs(str(proofs), cache, Settings())
+    assert runs.source("p.py") == "print('v1')\n"
+    (proofs / "p.py").write_text("print('v2')\n")  # an editor saves while the build runs
+    runs.prepare(["p.py"], lambda line: None)
+    assert runs.outcome("p.py").output == "v1\n" and runs.source("p.py") == "print('v1')\n"
+    assert runs.read("p.py") == b"print('v1')\n"  # what the site publishes for download
+    assert cache.load("p.py", cache.key(b"print('v1')\n"), str(proofs)) is not None
+    assert cache.load("p.py", cache.key(b"print('v2')\n"), str(proofs)) is None
+    later = Runs(str(proofs), cache, Settings())  # the next build reads the new version
+    later.prepare(["p.py"], lambda line: None)
+    assert later.outcome("p.py").output == "v2\n"

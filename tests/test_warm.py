@@ -66,7 +66,7 @@ def test_a_run_that_finds_the_warm_interpreter_stopped_falls_back_and_leaks_noth
     fds_before = len(os.listdir("/proc/self/fd"))
     try:
         with pytest.raises(OSError, match="the warm interpreter was stopped"):
-            proof_launch.WARM.run(Job("r", "p", str(tmp_path), str(tmp_path)), 10)
+            proof_launch.WARM.run(Job("r", "p", str(tmp_path)), 10)
         assert len(os.listdir("/proc/self/fd")) == fds_before
         assert run(tmp_path, "print('ok')\n").output == "ok\n"
     finally:
