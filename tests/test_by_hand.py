@@ -242,3 +242,38 @@ def test_a_warning_a_preloaded_import_showed_is_shown_when_the_proof_imports_it(
     before, _, after = result.stderr.partition("proof starts")
     assert "noisy at import" not in before  # recorded while preloading, not shown there
     assert after.count("UserWarning: noisy at import") == 1, result.stderr
+
+
+@pytest.mark.slow
+def test_what_already_worked_still_does_as_by_hand(site, tmp_path):
+    """stdin, a spawn pool, DataLoader workers, torch.compile, threads, a helper, non-ASCII text."""
+    site.proof("helper.py", "def square(x):\n    return x * x\n")
+    site.proof("works.py", """\
+        import multiprocessing
+        import sys
+        import threading
+
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        from helper import square
+
+        if __name__ == "__main__":
+            print("stdin:", repr(sys.stdin.read()))
+            with multiprocessing.get_context("spawn").Pool(2) as pool:
+                print("spawn pool:", pool.map(square, range(4)))
+            loader = DataLoader(TensorDataset(torch.arange(6.0)), batch_size=2, num_workers=2)
+            print("loader:", [batch[0].tolist() for batch in loader])
+            compiled = torch.compile(lambda t: torch.sin(t) * 2)
+            print("compiled:", bool(torch.allclose(compiled(torch.ones(3)), torch.sin(torch.ones(3)) * 2)))
+            results = []
+            threads = [threading.Thread(target=lambda: results.append(float(torch.ones(8).sum())))
+                       for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            print("threads:", results)
+            print("non-ASCII: µs ≥ 日本")
+        """)
+    build_and_compare(site, tmp_path, "works.py")

@@ -61,6 +61,58 @@ def test_each_proof_runs_alone_by_hand(name, tmp_path):
     assert cpu_s < BY_HAND_LIMIT_S, f"{name} took {cpu_s:.1f} CPU seconds by hand"
 
 
+@pytest.fixture(scope="session")
+def project_site(tmp_path_factory) -> Path:
+    """The project built once per test process (taking turns with the browser tests' builds)."""
+    from browser_support import build_site
+
+    folder = tmp_path_factory.mktemp("project-site")
+    lock = tmp_path_factory.getbasetemp().parent / "browser-tests-build.lock"
+    result = build_site(folder, lock)
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+def masked(text: str) -> str:
+    """Output with every number masked (a timing differs run to run, the lines around it do not),
+    and a traceback's underlining left out (the card's trimmed traceback marks a shorter span)."""
+    text = re.sub(r"(?m)^[ \t]*[\^~]+[ \t]*\n", "", text)  # where a traceback underlines, by hand and here
+    return re.sub(r"[ \t]+", " ", re.sub(r"\d[\d,.]*(?:e[-+]?\d+)?", "#", text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PROOFS)
+def test_each_proof_prints_by_hand_what_its_card_shows(name, project_site, tmp_path):
+    """Run by hand in a folder with its neighbours, headless, stdin closed: the same lines,
+    warnings included, as the card the build made (numbers aside: they are measurements)."""
+    import html as html_module
+
+    folder = tmp_path / "proofs"
+    shutil.copytree(REPO / "proofs", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MPLBACKEND")}
+    result = subprocess.run([sys.executable, name], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    anchor = "proof-" + name.removesuffix(".py")
+    page = next(p for p in project_site.rglob("index.html") if f'id="{anchor}-output"' in p.read_text())
+    card = re.search(rf'id="{anchor}-output"><code>(.*?)</code></pre>', page.read_text(), re.DOTALL)[1]
+    by_hand = own_frames(result.stdout, str(folder))
+    assert masked(html_module.unescape(card)) == masked(by_hand)
+
+
+def own_frames(text: str, folder: str) -> str:
+    """A traceback as the card shows it: only the frames in the proof's folder, with short paths."""
+    kept, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        frame = re.match(r'  File "([^"]+)", line', line)
+        if frame:
+            skipping = not frame[1].startswith(folder + os.sep)
+        elif not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "".join(kept).replace(folder + os.sep, "")
+
+
 @pytest.mark.slow
 def test_project_site_builds_strictly_and_a_second_build_runs_no_proof(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFS_")}
