@@ -24,7 +24,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -34,9 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import machine, write_readme
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "bench" / "fixture"
-README = REPO / "README.md"
+PACKAGES = ("torch", "matplotlib", "mkdocs", "markdown-exec")
 TARGETS = {  # name: (description, comparison, bound)
     "cold / by hand": ("cold build vs running the proofs by hand", "<=", 0.3),
     "cold / peer": ("cold build vs markdown-exec in-process", "<=", 1.0),
@@ -58,7 +59,7 @@ def main() -> int:
     report = render(results, site)
     print(report)
     if args.write_readme:
-        write_readme(report)
+        write_readme("build-speed", report)
     return 0 if all(passed(name, results["ratios"][name]) for name in TARGETS) else 1
 
 
@@ -193,7 +194,7 @@ def passed(name: str, value: float) -> bool:
 def render(results: dict, site: dict | None) -> str:
     medians, ratios = results["medians"], results["ratios"]
     lines = [
-        f"Measured {datetime.date.today().isoformat()} on {machine()}, "
+        f"Measured {datetime.date.today().isoformat()} on {machine(PACKAGES)}, "
         f"median of {results['rounds']} rounds.",
         "",
         "| measurement | seconds |",
@@ -215,33 +216,6 @@ def render(results: dict, site: dict | None) -> str:
                   f"(`PROOFS_LAUNCHER=spawn`), {site['warm']:.1f} s with the warm one "
                   f"({site['warm'] / site['spawn']:.2f} of the time)."]
     return "\n".join(lines)
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            model = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    versions = " ".join(f"{name} {version}" for name, version in package_versions().items())
-    return f"{model} ({os.cpu_count()} cores), {platform.system()}, Python {platform.python_version()}, {versions}"
-
-
-def package_versions() -> dict:
-    from importlib.metadata import version
-
-    return {name: version(name) for name in ("torch", "matplotlib", "mkdocs", "markdown-exec")}
-
-
-def write_readme(report: str) -> None:
-    text = README.read_text()
-    start, end = "<!-- build-speed:start -->", "<!-- build-speed:end -->"
-    if start not in text:
-        raise SystemExit(f"README.md has no {start} ... {end} block to fill")
-    before, rest = text.split(start, 1)
-    _, after = rest.split(end, 1)
-    README.write_text(f"{before}{start}\n{report}\n{end}{after}")
 
 
 if __name__ == "__main__":

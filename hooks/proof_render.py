@@ -1,24 +1,20 @@
 """Stage 4: turn outcomes into what the reader sees.
 
-Pure string builders: the proof card (its markup lives in ``proof_card.html``), a value as a
-Markdown link, the inline SVG of a figure. Everything a proof printed is escaped as text; only
-the SVG that matplotlib drew is inserted as markup, after its colours are tied to the page's.
+Pure string builders: the proof card (its markup lives in ``proof_card.html``), a value or a
+claim as a Markdown link. Everything a proof printed is escaped as text; the only markup a
+card carries from elsewhere is Pygments' highlighting of the proof's own source. Figures are
+files (proof_assets.py) that the card shows as images.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import html
 import os
 import re
 
 import jinja2
 from markupsafe import Markup, escape
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import PythonLexer
-
+from proof_assets import highlighted
 from proof_launch import OK, Outcome, markers
 from proof_links import LinkError, ProofLink
 
@@ -30,9 +26,6 @@ _TEMPLATES = jinja2.Environment(
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
 )
-_SVG_NOISE = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata>.*?</metadata>", re.DOTALL)
-_SVG_ID = re.compile(r'\bid="([^"]+)"')
-_SVG_OPEN = re.compile(r"<svg\b")
 
 
 def anchor(proof: str) -> str:
@@ -40,27 +33,34 @@ def anchor(proof: str) -> str:
     return "proof-" + re.sub(r"[^A-Za-z0-9_-]+", "-", proof.removesuffix(".py"))
 
 
-def card(proof: str, source: str, outcome: Outcome, download: str, figure_prefix: str, card_id: str,
-         claims: list[dict] = ()) -> str:
-    """The proof card's HTML. ``claims``: what pages claim from this proof, each a dict with
-    text, page, href, held and check (see proof_claims.Judged)."""
+def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str, figures: list[dict] = (),
+         source_url: str | None = None, claims: list[dict] = ()) -> str:
+    """The proof card's HTML.
+
+    ``figures``: one dict per figure of the outcome, with the page-relative ``light`` and
+    ``dark`` URLs of its files, its ``width``, ``height`` and ``alt`` (see proof_assets.py).
+    ``source_url``: where the highlighted source waits: a folded source is fetched when the
+    reader opens it, an unfolded one (``# proof: show-source``) shows as plain text and is
+    highlighted once the page has loaded. Without one, the card holds it highlighted.
+    ``claims``: what pages claim from this proof, each a dict with text, page, href, held and
+    check (see proof_claims.Judged).
+    """
     name, marks = proof.rsplit("/", 1)[-1], markers(source)
+    source_open = "show-source" in marks
     return _TEMPLATES.get_template("proof_card.html").render(
         id=card_id,
         name=name,
         summary=_inline_code(summary(source)),
-        source_html=highlight(source, PythonLexer(), HtmlFormatter(wrapcode=True)),
+        source_code=escape(source) if source_url else Markup(highlighted(source)),
+        source_url=source_url,
         source_lines=source.count("\n") + (not source.endswith("\n")),
         download=download,
         install=install_line(source, outcome, name),
         outcome=outcome,
         ok=outcome.status == OK,
         expected=marks.get("raises"),
-        source_open="show-source" in marks,
-        figures=[
-            {"svg": inline_svg(f["svg"], f"{figure_prefix}-{i}", f["alt"]), "alt": f["alt"]}
-            for i, f in enumerate(outcome.figures, 1)
-        ],
+        source_open=source_open,
+        figures=figures,
         stamp=stamp_line(outcome),
         claims=[dict(claim, text=_inline_code(claim["text"])) for claim in claims],
     )
@@ -115,29 +115,6 @@ def stamp_line(outcome: Outcome) -> str:
     return " · ".join(part for part in parts if part)
 
 
-def inline_svg(svg: str, prefix: str, alt: str) -> str:
-    """Matplotlib's SVG made fit to sit inside a page: ids made unique, colours tied to the page."""
-    svg = _SVG_NOISE.sub("", svg).strip()
-    for old in dict.fromkeys(_SVG_ID.findall(svg)):
-        if f"#{old})" in svg or f'href="#{old}"' in svg:
-            new = f"{prefix}-{old}"
-            svg = svg.replace(f'id="{old}"', f'id="{new}"').replace(f"#{old})", f"#{new})")
-            svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
-        else:  # nothing points at it: drop it rather than repeat it across figures
-            svg = svg.replace(f' id="{old}"', "")
-    svg = svg.replace("#000000", "currentColor").replace("#ffffff", "var(--md-default-bg-color, #ffffff)")
-    label = html.escape(alt or "figure", quote=True)
-    # matplotlib leaves black text unfilled (SVG's default is black): make the default the page's colour
-    opening = f'<svg role="img" aria-label="{label}" class="proof-figure__svg" fill="currentColor"'
-    return _SVG_OPEN.sub(opening, svg, count=1)
-
-
-def figure_prefix(page: str, proof: str, occurrence: int) -> str:
-    """A short id prefix that no other figure on the page shares."""
-    digest = hashlib.sha1(f"{page}\0{proof}\0{occurrence}".encode()).hexdigest()[:8]
-    return f"pf{digest}"
-
-
 def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
     """The value a VALUE link names, formatted; a LinkError says what is wrong with the link."""
     if link.variable not in outcome.values:
@@ -163,6 +140,16 @@ def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
 def markdown_link(text: str, href: str, title: str) -> str:
     """A Markdown link whose text is shown literally, whatever characters it holds."""
     return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
+
+
+_FOLDED_SOURCE = re.compile(r'(<div class="highlight" id="[^"]*" data-proof-source="[^"]*">)<pre>.*?</pre>(</div>)',
+                            re.DOTALL)
+
+
+def without_folded_sources(html: str) -> str:
+    """The page without the code blocks of folded sources, which the search index has read by then:
+    proof_card.js builds each one, highlighted and with its copy button, when the reader opens it."""
+    return _FOLDED_SOURCE.sub(r"\1\2", html)
 
 
 def claim_markdown(text: str, href: str, held: bool, check: str, claim_id: str) -> str:

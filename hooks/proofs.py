@@ -12,7 +12,8 @@ The pipeline, one module per stage:
     proof_sandbox       inside the proof's process: look like `python NAME.py`, report values
     proof_figures       inside the proof's process: capture matplotlib figures as SVG
     proof_cache       remember outcomes under .cache/proofs/
-    proof_render    cards (proof_card.html, proof_card.css), values, figures
+    proof_render    cards (proof_card.html, proof_card.css), values, claims
+    proof_assets    the files a card loads when looked at: figures, highlighted source
     proof_catalogue the generated page at proofs/
 
 This file routes MkDocs events to those stages and turns their findings into log messages.
@@ -32,6 +33,7 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 from mkdocs_gen_files.editor import FilesEditor
 
+import proof_assets
 import proof_cache
 import proof_catalogue
 import proof_claims
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 log = get_plugin_logger("proofs")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CSS = "assets/proofs/proof_card.css"
+JS = "assets/proofs/proof_card.js"
 _TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -68,6 +71,8 @@ class _Build:
         self.token = "PROOFCARD" + secrets.token_hex(6)
         self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
         self.claims: dict[str, list[_Claim]] = {}  # proof -> the claims pages make about it
+        self.figures: dict[str, list] = {}  # proof -> [proof_assets.Figure] of this build's run
+        self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
         self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
@@ -96,6 +101,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         proof_launch.prewarm()  # torch imports in the warm interpreter while MkDocs reads the site
     if CSS not in config.extra_css:
         config.extra_css.append(CSS)
+    if JS not in [str(script) for script in config.extra_javascript]:
+        config.extra_javascript.append(JS)
     return config
 
 
@@ -104,6 +111,7 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     _scan_pages(files)
     cited = list(dict.fromkeys(proof for _, links in _build.pages.values() for _, proof, _ in links if proof))
     _build.runs.prepare(cited, log.info)
+    _publish_assets(files, config, cited)
     return _write_catalogue(files, config)
 
 
@@ -143,9 +151,12 @@ def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files
     return html
 
 
+@event_priority(-100)  # after the search plugin has indexed the page
 def on_page_context(context, *, page: Page, config: MkDocsConfig, nav):
     if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
         page.edit_url = None
+    # A folded source was in the page for the search index only: readers fetch it when they open it.
+    page.content = proof_render.without_folded_sources(page.content or "")
     return context
 
 
@@ -172,7 +183,8 @@ def on_shutdown() -> None:
 
 def _publish(files: Files, config: MkDocsConfig) -> None:
     """Every file under proofs/ goes into the site at proofs/<path>, with the card's CSS."""
-    wanted = [(CSS, {"abs_src_path": os.path.join(HERE, "proof_card.css")})]
+    wanted = [(CSS, {"abs_src_path": os.path.join(HERE, "proof_card.css")}),
+              (JS, {"abs_src_path": os.path.join(HERE, "proof_card.js")})]
     for relative in proof_links.files_under(_build.proofs_dir):
         content = _build.runs.read(relative)  # the bytes that run: each file is read once per build
         if content is not None:
@@ -182,6 +194,22 @@ def _publish(files: Files, config: MkDocsConfig) -> None:
         if existing is not None:
             files.remove(existing)
         files.append(File.generated(config, uri, **source))
+
+
+def _publish_assets(files: Files, config: MkDocsConfig, cited: list[str]) -> None:
+    """Each cited proof's figures and highlighted source, as files its cards load when looked at."""
+    made = {}
+    for proof in cited:
+        uri, content = proof_assets.source_file(proof, _build.runs.source(proof))
+        _build.sources[proof], made[uri] = uri, content
+        _build.figures[proof] = []
+        for index, drawn in enumerate(_build.runs.outcome(proof).figures, 1):
+            figure, contents = proof_assets.figure_files(proof, index, drawn["svg"], drawn["alt"])
+            _build.figures[proof].append(figure)
+            made.update(contents)
+    for uri, content in made.items():
+        if files.get_file_from_path(uri) is None:
+            files.append(File.generated(config, uri, content=content))
 
 
 def _scan_pages(files: Files) -> None:
@@ -241,8 +269,11 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
             _build.runs.source(proof),
             outcome,
             download=get_relative_url(f"proofs/{proof}", page.url),
-            figure_prefix=proof_render.figure_prefix(page.file.src_uri, proof, occurrence),
             card_id=card_id + (f"-{occurrence + 1}" if occurrence else ""),
+            figures=[dict(vars(figure), light=get_relative_url(figure.light, page.url),
+                          dark=get_relative_url(figure.dark, page.url))
+                     for figure in _build.figures.get(proof, [])],
+            source_url=get_relative_url(_build.sources[proof], page.url) if proof in _build.sources else None,
             claims=_card_claims(page, proof, outcome),
         ))
         return token

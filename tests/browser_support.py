@@ -177,10 +177,13 @@ def scan_html(path: Path) -> HtmlFile:
 
 
 def site_pages(site: Path) -> list[str]:
-    """Every HTML page of the built site, as a URL path relative to the site root ('' is home)."""
+    """Every HTML page of the built site, as a URL path relative to the site root ('' is home).
+    Files under assets/ are parts that pages load (a proof's highlighted source), not pages."""
     pages = []
     for path in sorted(site.rglob("*.html")):
         relative = path.relative_to(site).as_posix()
+        if relative.startswith("assets/"):
+            continue
         pages.append(relative.removesuffix("index.html"))
     return pages
 

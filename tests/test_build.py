@@ -106,9 +106,17 @@ def test_figures_saved_shown_and_left_open_appear_once_each(site):
     result = site.build("--strict")
     assert result.returncode == 0, result.stderr
     html = site.html()
-    labels = re.findall(r'<svg role="img" aria-label="([^"]*)"', html)
-    assert labels == ["saved then shown", "only shown", "left open"]
-    assert "#000000" not in html and "currentColor" in html  # black follows the palette
+    images = re.findall(r'<img class="proof-card__image" src="([^"]+)" alt="([^"]*)" width="(\d+)" '
+                        r'height="(\d+)" loading="lazy" decoding="async">', html)
+    assert [alt for _, alt, _, _ in images] == ["saved then shown", "saved then shown", "only shown", "only shown",
+                                                 "left open", "left open"]
+    assert [src.rsplit("#", 1)[1] for src, _, _, _ in images] == ["only-light", "only-dark"] * 3
+    assert {(w, h) for _, _, w, h in images} == {("614", "461")}  # 6.4 x 4.8 in at 72 points an inch, in CSS pixels
+    light = (site.root / "site" / images[0][0].split("#")[0]).read_text()
+    dark = (site.root / "site" / images[1][0].split("#")[0]).read_text()
+    assert light.startswith("<?xml") and "<svg" in light and "<svg" in dark
+    assert "#000000" in light and "#000000" not in dark and "#e2e4e9" in dark  # black turns light in the dark
+    assert "<svg" not in html.split('<div class="proof-card"', 1)[1]  # nothing drawn in the page itself
 
 
 def test_identical_drawings_are_byte_identical(site):
@@ -118,9 +126,9 @@ def test_identical_drawings_are_byte_identical(site):
     first = site.html()
     assert site.build(PROOFS_RERUN="1").returncode == 0
     second = site.html()
-    svgs = lambda html: re.findall(r"<svg role=.*?</svg>", html, re.DOTALL)  # noqa: E731
-    assert len(svgs(first)) == 3
-    assert svgs(first) == svgs(second)
+    files = lambda html: re.findall(r'src="(assets/proofs/figures/[^"#]+)', html)  # noqa: E731
+    assert len(files(first)) == 6
+    assert files(first) == files(second)  # the names carry a digest of the drawing
 
 
 def test_proofs_are_published_byte_for_byte_and_listed(site):
@@ -172,5 +180,7 @@ def test_drop_in_needs_no_other_configuration(site):
     html = site.html()
     assert 'href="assets/proofs/proof_card.css"' in html
     assert (site.root / "site" / "assets" / "proofs" / "proof_card.css").exists()
-    assert '<div class="copy" id="proof-a-source"><div class="highlight">' in html  # Material's copy button
-    assert '<pre class="proof-card__output" id="proof-a-output">' in html  # its own id: its own button
+    assert 'src="assets/proofs/proof_card.js"' in html
+    assert '<div class="highlight" id="proof-a-source" data-proof-source="assets/proofs/source/a-' in html
+    assert ('<pre class="proof-card__output" id="proof-a-output"><nav class="md-code__nav"><button class="md-code__button" '
+            'title="Copy to clipboard" data-clipboard-target="#proof-a-output > samp" data-md-type="copy">') in html

@@ -39,14 +39,15 @@ def other_proofs(directory: str, names: list[str]) -> list[str]:
 
 def card_output(html_text: str, proof: str) -> str:
     anchor = "proof-" + proof.removesuffix(".py")
-    shown = re.search(rf'<pre class="proof-card__output" id="{anchor}-output"><code>(.*?)</code></pre>',
+    shown = re.search(rf'<pre class="proof-card__output" id="{anchor}-output"><nav[^>]*>.*?</nav><samp tabindex="0">(.*?)</samp></pre>',
                       html_text, re.DOTALL)[1]
     shown = html.unescape(shown)
     return re.sub(r"/\S*?/proof-[^/\s]+/proofs", "<folder>", shown)  # the build's own folder
 
 
 def figure_alts(html_text: str) -> list[str]:
-    return [html.unescape(alt) for alt in re.findall(r'<svg role="img" aria-label="([^"]*)"', html_text)]
+    """The card's figures, once each (each has an image per palette)."""
+    return [html.unescape(alt) for alt in re.findall(r'src="[^"]*#only-light" alt="([^"]*)"', html_text)]
 
 
 def build_and_compare(site, tmp_path, name: str, page_extra: str = "") -> str:
@@ -54,8 +55,16 @@ def build_and_compare(site, tmp_path, name: str, page_extra: str = "") -> str:
     result = site.build("--strict")
     assert result.returncode == 0, result.stderr
     built = site.html()
-    assert card_output(built, name) == by_hand(site, name, tmp_path / "hand")
+    assert card_output(built, name) == after_exit_left_out(by_hand(site, name, tmp_path / "hand"))
     return built
+
+
+def after_exit_left_out(output: str) -> str:
+    """By hand, multiprocessing's resource tracker, a process the proof leaves behind, may print a
+    warning about leaked semaphores after the proof has ended. The build stops listening when the
+    proof ends and ends what it left running (README, "What a proof sees"), so that line is not on
+    a card. Nothing else may differ."""
+    return re.sub(r"\S*resource_tracker\.py:\d+: UserWarning: resource_tracker: .*\n(?:  .*\n)?", "", output)
 
 
 FIGURE_SCRIPTS = {

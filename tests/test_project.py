@@ -94,7 +94,7 @@ def test_each_proof_prints_by_hand_what_its_card_shows(name, project_site, tmp_p
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     anchor = "proof-" + name.removesuffix(".py")
     page = next(p for p in project_site.rglob("index.html") if f'id="{anchor}-output"' in p.read_text())
-    card = re.search(rf'id="{anchor}-output"><code>(.*?)</code></pre>', page.read_text(), re.DOTALL)[1]
+    card = re.search(rf'id="{anchor}-output">.*?<samp tabindex="0">(.*?)</samp></pre>', page.read_text(), re.DOTALL)[1]
     by_hand = own_frames(result.stdout, str(folder))
     assert masked(html_module.unescape(card)) == masked(by_hand)
 
@@ -125,5 +125,35 @@ def test_project_site_builds_strictly_and_a_second_build_runs_no_proof(tmp_path)
     assert re.search(r"proofs: 0 ran, \d+ from cache, 0 failed", second.stderr), second.stderr
     part0 = (tmp_path / "site" / "part-0" / "index.html").read_text()
     cards = set(re.findall(r'<div class="proof-card" id="(proof-[^"]+)"', part0))
-    figures = re.findall(r'<svg role="img"', part0)
+    figures = re.findall(r'<img class="proof-card__image" src="[^"]*#only-light"', part0)
     assert len(cards) >= 12 and len(figures) >= 8, (len(cards), len(figures))
+
+
+class _Elements(__import__("html.parser").parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.count += 1
+
+
+@pytest.mark.slow
+def test_every_page_stays_light(project_site):
+    """README, "Pages stay light": the deterministic half of bench/page_speed.py's goal."""
+    import gzip
+
+    pages = [p for p in project_site.rglob("*.html") if not p.relative_to(project_site).parts[0] == "assets"]
+    assert len(pages) >= 3
+    heavy = []
+    for page in pages:
+        data = page.read_bytes()
+        counter = _Elements()
+        counter.feed(data.decode("utf-8"))
+        kib = len(gzip.compress(data, 6)) / 1024
+        if counter.count > 4000 or kib > 80:
+            heavy.append(f"{page.relative_to(project_site)}: {counter.count} elements, {kib:.0f} KB after gzip")
+    assert heavy == []
+    part0 = (project_site / "part-0" / "index.html").read_text()
+    cards = re.findall(r'<div class="proof-card[ "].*?<p class="proof-card__stamp">', part0, re.DOTALL)
+    assert len(cards) >= 12 and not any("<svg" in card for card in cards), "figures are files, not drawn inline"

@@ -1,14 +1,14 @@
-"""Stage 4: rendering cards, values and figures (pure functions)."""
+"""Stage 4: rendering cards, values and claims, and the files cards load (pure functions)."""
 
 import pytest
 
+from proof_assets import figure_files, source_file, svg_size
 from proof_launch import FAILED, OK, Outcome
 from proof_links import LinkError, find_links
 from proof_render import (
     anchor,
     broken_link,
     card,
-    inline_svg,
     install_line,
     markdown_link,
     stamp_line,
@@ -17,7 +17,7 @@ from proof_render import (
 )
 
 def test_summary_shows_backticks_as_code():
-    html = card("p.py", '"""Time `a + b` <here>."""\n', outcome(), download="p.py", figure_prefix="x", card_id="c")
+    html = card("p.py", '"""Time `a + b` <here>."""\n', outcome(), download="p.py", card_id="c")
     assert '<p class="proof-card__summary">Time <code>a + b</code> &lt;here&gt;.</p>' in html
 
 
@@ -60,8 +60,8 @@ def test_install_line_pins_what_the_proof_imports():
 
 
 def test_source_is_folded_unless_the_proof_asks_to_show_it():
-    folded = card("p.py", "x = 1\n", outcome(), download="p.py", figure_prefix="x", card_id="c")
-    shown = card("p.py", "# proof: show-source\nx = 1\n", outcome(), download="p.py", figure_prefix="x", card_id="c")
+    folded = card("p.py", "x = 1\n", outcome(), download="p.py", card_id="c")
+    shown = card("p.py", "# proof: show-source\nx = 1\n", outcome(), download="p.py", card_id="c")
     assert '<details class="proof-card__source">' in folded
     assert '<details class="proof-card__source" open>' in shown
 
@@ -129,24 +129,54 @@ SVG = (
 )
 
 
-def test_inline_svg():
-    svg = inline_svg(SVG, "pfx", 'Cost "per" op')
-    assert svg == (
-        '<svg role="img" aria-label="Cost &quot;per&quot; op" class="proof-figure__svg" fill="currentColor" '
-        'xmlns="http://www.w3.org/2000/svg">\n'
-        '<g><path id="pfx-m1" style="stroke: currentColor; fill: var(--md-default-bg-color, #ffffff)"/>'
-        '<use xlink:href="#pfx-m1"/><g clip-path="url(#pfx-p9)"/><clipPath id="pfx-p9"/></g></svg>'
-    )
+def test_a_figure_becomes_two_files_one_per_palette_named_by_their_content():
+    figure, files = figure_files("sub/p.py", 2, SVG.replace("<svg ", '<svg width="576pt" height="324pt" '), 'Cost "per" op')
+    assert (figure.width, figure.height, figure.alt) == (768, 432, 'Cost "per" op')
+    assert figure.light.startswith("assets/proofs/figures/sub-p-2-") and figure.light.endswith("-light.svg")
+    assert figure.dark == figure.light.removesuffix("-light.svg") + "-dark.svg"
+    light, dark = files[figure.light].decode(), files[figure.dark].decode()
+    assert "<metadata>" not in light and "<!--" not in light and "<!DOCTYPE" not in light
+    assert '<svg fill="#000000"' in light and "stroke: #000000; fill: #ffffff" in light
+    assert '<svg fill="#e2e4e9"' in dark and "stroke: #e2e4e9; fill: #1e2129" in dark
+    assert figure_files("sub/p.py", 2, SVG, "")[0].light != figure.light  # another drawing, another name
+
+
+def test_svg_size_in_css_pixels():
+    assert svg_size('<svg width="460.8pt" height="345.6pt">') == (614, 461)
+    assert svg_size('<svg width="300" height="100">') == (300, 100)
+    assert svg_size("<svg>") == (768, 432)
+
+
+def test_a_folded_source_waits_in_a_file_and_an_unfolded_one_is_highlighted_after_load():
+    uri, content = source_file("p.py", "x = 1\n")
+    assert uri.startswith("assets/proofs/source/p-") and uri.endswith(".html")
+    assert content.decode().startswith('<span class="n">x</span>')
+    folded = card("p.py", "x = <1>\n", outcome(), download="p.py", card_id="c", source_url="../" + uri)
+    assert f'<div class="highlight" id="c-source" data-proof-source="../{uri}"><pre><code>x = &lt;1&gt;\n</code></pre>' in folded
+    shown = card("p.py", "# proof: show-source\nx = 1\n", outcome(), download="p.py", card_id="c", source_url=uri)
+    assert f'data-proof-highlight="{uri}"' in shown
+    inline = card("p.py", "x = 1\n", outcome(), download="p.py", card_id="c")
+    assert '<pre><code><span class="n">x</span>' in inline  # no file to fetch: highlighted in place
+
+
+def test_folded_sources_leave_the_page_once_search_has_read_it():
+    from proof_render import without_folded_sources
+
+    page = ('<p>a</p><div class="highlight" id="c-source" data-proof-source="s.html"><pre><code>secret\n</code></pre>'
+            '</div><div class="highlight" id="d-source" data-proof-highlight="t.html"><pre><code>kept</code></pre></div>')
+    assert without_folded_sources(page) == (
+        '<p>a</p><div class="highlight" id="c-source" data-proof-source="s.html"></div>'
+        '<div class="highlight" id="d-source" data-proof-highlight="t.html"><pre><code>kept</code></pre></div>')
 
 
 def test_card_shows_everything_and_escapes_output():
     html = card(
         "p.py",
         '"""Proves it."""\nimport torch, matplotlib\nprint("<b>")\n',
-        outcome(output="<script>alert(1)</script> {{ x }}\n", figures=[{"svg": SVG, "alt": "A <title>"}]),
+        outcome(output="<script>alert(1)</script> {{ x }}\n"),
         download="../proofs/p.py",
-        figure_prefix="pf1",
         card_id="proof-p",
+        figures=[{"light": "f-light.svg", "dark": "f-dark.svg", "width": 614, "height": 461, "alt": "A <title>"}],
     )
     assert '<div class="proof-card" id="proof-p">' in html
     assert '<span class="proof-card__name">p.py</span>' in html
@@ -156,18 +186,20 @@ def test_card_shows_everything_and_escapes_output():
     assert "<code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
     assert "<script>" not in html
-    assert 'aria-label="A &lt;title&gt;"' in html
+    assert ('<img class="proof-card__image" src="f-light.svg#only-light" alt="A &lt;title&gt;" width="614" '
+            'height="461" loading="lazy" decoding="async">') in html
+    assert 'src="f-dark.svg#only-dark"' in html
     assert "Ran on Some CPU, 2 cores" in html
 
 
 def test_failed_card_says_why():
     html = card("p.py", "raise SystemExit(2)\n", outcome(status=FAILED, error="exited with status 2"),
-                download="p.py", figure_prefix="x", card_id="proof-p")
+                download="p.py", card_id="proof-p")
     assert '<div class="proof-card proof-card--failed" id="proof-p">' in html
     assert "<strong>This proof failed:</strong> p.py exited with status 2." in html
 
 
 def test_expected_failure_card_says_so():
     html = card("p.py", "# proof: raises RuntimeError\nraise RuntimeError\n", outcome(),
-                download="p.py", figure_prefix="x", card_id="proof-p")
+                download="p.py", card_id="proof-p")
     assert "This proof fails on purpose (it is marked <code># proof: raises RuntimeError</code>)" in html
