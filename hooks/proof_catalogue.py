@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proof_launch import OK, Outcome
+from proof_launch import ABSENT, OK, Outcome
 from proof_render import anchor
 
 PAGE = "proofs/index.md"
@@ -21,11 +21,12 @@ class Entry:
     citations: list[tuple[str, str]] = field(default_factory=list)  # (page title, Markdown href)
     outcome: Outcome | None = None
     claims: list[bool] = field(default_factory=list)  # each claim pages make about it: does it hold?
+    recorded: list[tuple[str, bool]] = field(default_factory=list)  # (label, stale) of each recording
 
 
 def catalogue_markdown(entries: list[Entry]) -> str:
     ran = [e for e in entries if e.outcome]
-    failed = sum(e.outcome.status != OK for e in ran)
+    failed = sum(e.outcome.status not in (OK, ABSENT) for e in ran)
     claims = [held for entry in entries for held in entry.claims]
     lines = [
         "# Proofs",
@@ -51,10 +52,14 @@ def _row(entry: Entry) -> str:
     outcome = entry.outcome
     if outcome is None:
         result = "not run"
+    elif outcome.status == ABSENT:
+        result = _cell(f"not run here: it {outcome.error}")
     else:
         status = "passed" if outcome.status == OK else _cell(f"failed: {outcome.error}")
         origin = "from cache" if outcome.cached else "ran in this build"
         result = f"{status}, {outcome.duration_s:.2f} s, {origin}"
+    if entry.recorded:
+        result += "; recorded on " + ", ".join(f"{label} (stale)" if stale else label for label, stale in entry.recorded)
     return f"| {proof} | {_cell(entry.summary)} | {cited} | {claims_cell(entry.claims)} | {result} |"
 
 

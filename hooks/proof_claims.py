@@ -123,16 +123,20 @@ def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> 
     return Verdict(held, values, condition)
 
 
-def values_lookup(values: Mapping[str, object], proof: str) -> Callable[[str, str | None], object]:
-    """A lookup over one run's values; ``@machine`` names a recording, which this build lacks."""
+def values_lookup(values: Mapping[str, object], proof: str,
+                  recorded: Mapping[str, Mapping[str, object]] = {}) -> Callable[[str, str | None], object]:
+    """A lookup over this build's values, and over each recording's (``name@machine``)."""
 
     def lookup(name: str, machine: str | None):
-        if machine is not None:
-            raise ClaimError(f"'{name}@{machine}' names the machine '{machine}', which has no recorded results")
-        if name not in values:
-            defined = ", ".join(sorted(values)) or "none"
-            raise ClaimError(f"names '{name}', which {proof} does not define at module level (it defines: {defined})")
-        return values[name]
+        if machine is not None and machine not in recorded:
+            raise ClaimError(f"'{name}@{machine}' names the machine '{machine}', which has no recording of "
+                             f"{proof}; record one with PROOFS_RECORD={machine} mkdocs build")
+        found = values if machine is None else recorded[machine]
+        if name not in found:
+            defined = ", ".join(sorted(found)) or "none"
+            where = f"{proof}" if machine is None else f"{proof} as recorded on {machine}"
+            raise ClaimError(f"names '{name}', which {where} does not define at module level (it defines: {defined})")
+        return found[name]
 
     return lookup
 
@@ -423,16 +427,18 @@ class Judged:
     problem: str | None  # why it does not hold, for the warning; None when it holds
 
 
-def judge_claim(condition: str, values: Mapping[str, object], proof: str, failure: str | None) -> Judged:
-    """Judge a claim's condition against one run of ``proof``; ClaimError if it cannot be read.
+def judge_claim(condition: str, values: Mapping[str, object], proof: str, failure: str | None,
+                recorded: Mapping[str, Mapping[str, object]] = {}) -> Judged:
+    """Judge a claim's condition against one run of ``proof`` (and its recordings, for names that
+    carry ``@machine``); ClaimError if it cannot be read.
 
-    ``failure`` is the proof's own error when it failed: then nothing it measured can be
-    checked, and the claim does not hold.
+    ``failure`` is the proof's own error when this build's run failed or did not happen: then a
+    condition on this build's values cannot be checked, and the claim does not hold.
     """
     parsed = parse(condition)
-    if failure is not None:
+    if failure is not None and any("@" not in name for name in parsed.names):
         return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked")
-    verdict = judge(parsed, values_lookup(values, proof))
+    verdict = judge(parsed, values_lookup(values, proof, recorded))
     if verdict.held:
         return Judged(True, verdict.check(), None)
     return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})")

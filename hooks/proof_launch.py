@@ -16,10 +16,12 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import platform
 import posixpath
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,6 +36,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 _MARKER = re.compile(r"^#\s*proof:\s*(?P<name>[a-z-]+)\b[ \t]*(?P<argument>[^\n]*?)\s*$", re.MULTILINE)
 
 OK, FAILED = "ok", "failed"
+ABSENT = "absent"  # marked '# proof: needs cuda' (or mps) on a machine without it: not run here
 
 
 @dataclass
@@ -98,6 +101,31 @@ def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True, rea
     outcome = _judge(raw, report, marks.get("raises"), timeout, elapsed)
     outcome.deps = dependencies(report.get("touched", {}), proofs_dir, folder, read)
     return outcome
+
+
+def devices_here() -> set[str]:
+    """The kinds of device a proof could use on this machine, seen without importing torch."""
+    found = {"cpu"}
+    if os.path.exists("/dev/nvidiactl") and os.environ.get("CUDA_VISIBLE_DEVICES") not in ("", "-1"):
+        found.add("cuda")
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        found.add("mps")
+    return found
+
+
+def missing_hardware(source: str) -> str | None:
+    """What a proof marked ``# proof: needs cuda`` (or ``mps``, ``cuda or mps``) needs and this
+    machine lacks; None when it may run here."""
+    need = markers(source).get("needs")
+    if not need:
+        return None
+    wanted = {word.strip() for word in need.split(" or ")}
+    return None if wanted & devices_here() else need
+
+
+def absent(need: str) -> Outcome:
+    """The outcome of a proof that did not run because this machine lacks what it needs."""
+    return Outcome(status=ABSENT, output="", error=f"needs {need}, which this machine lacks", cacheable=False)
 
 
 def launcher_for(marks: dict[str, str], warm: bool) -> SpawnLauncher | WarmLauncher:

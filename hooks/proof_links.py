@@ -33,6 +33,7 @@ _CODE_SPAN = re.compile(r"(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _CONTAINER_OPENER = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MACHINE = re.compile(r"[A-Za-z0-9-]+\Z")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ProofLink:
     target: str  # the link target as written, e.g. "../proofs/p.py#tiny:.3f"
     path: str  # absolute, normalised path of the script the link points to
     variable: str | None  # VALUE only: the module-level name
+    machine: str | None  # VALUE only: the recording it is read from ('#ready_us@h200'), None for this build
     spec: str  # VALUE only: the format spec after ':' ("" when none)
     condition: str | None  # CLAIM only: the condition after '#?', as written
     line: int  # 1-based line of the link in the page
@@ -85,12 +87,14 @@ def _link(markdown: str, kind: str, match: re.Match, target_start: int, target_e
     target = markdown[target_start:target_end]
     fragment = target.strip("<>").partition("#")[2]
     variable, spec = _parse_fragment(fragment) if kind == VALUE else (None, "")
+    variable, _, machine = (variable or "").partition("@")
     return ProofLink(
         kind=kind,
         text=markdown[match.start("text") : match.end("text")],
         target=target,
         path=os.path.normpath(os.path.join(page_dir, path_part)),
-        variable=variable,
+        variable=variable or None,
+        machine=machine or None,
         spec=spec,
         condition=unquote(fragment[1:]) if kind == CLAIM else None,
         line=markdown.count("\n", 0, match.start()) + 1,
@@ -182,10 +186,15 @@ def check_fragment(link: ProofLink) -> None:
             proof_claims.parse(link.condition)
         except proof_claims.ClaimError as error:
             raise LinkError(f"claim {link.written}: {error}") from None
-    if link.variable is not None and not _IDENTIFIER.match(link.variable):
+    if link.kind == VALUE and not _IDENTIFIER.match(link.variable or ""):
         raise LinkError(
-            f"link {link.written}: '#{link.variable}' is not a variable name; "
+            f"link {link.written}: '#{link.variable or ''}' is not a variable name; "
             "write '#name' or '#name:format', e.g. '#tiny_us:.2f'"
+        )
+    if link.machine is not None and not _MACHINE.match(link.machine):
+        raise LinkError(
+            f"link {link.written}: '@{link.machine}' is not a machine's label (letters, digits and '-'), "
+            "e.g. '#ready_us@h200'"
         )
 
 

@@ -15,7 +15,7 @@ import re
 import jinja2
 from markupsafe import Markup, escape
 from proof_assets import highlighted
-from proof_launch import OK, Outcome, markers
+from proof_launch import ABSENT, OK, Outcome, markers
 from proof_links import LinkError, ProofLink
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,12 +33,15 @@ def anchor(proof: str) -> str:
     return "proof-" + re.sub(r"[^A-Za-z0-9_-]+", "-", proof.removesuffix(".py"))
 
 
-def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str, figures: list[dict] = (),
+def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str, runs: list[dict] | None = None,
          source_url: str | None = None, claims: list[dict] = ()) -> str:
     """The proof card's HTML.
 
-    ``figures``: one dict per figure of the outcome, with the page-relative ``light`` and
-    ``dark`` URLs of its files, its ``width``, ``height`` and ``alt`` (see proof_assets.py).
+    ``runs``: what to show as runs, this build's first, then each recording (several make tabs):
+    dicts with ``label``, ``run`` (an Outcome or a Recording), ``stale`` (why, or None),
+    ``stamp`` and ``figures`` (dicts with the page-relative ``light`` and ``dark`` URLs of a
+    figure's files, its ``width``, ``height`` and ``alt``; see proof_assets.py). By default,
+    this build's run alone, without figures.
     ``source_url``: where the highlighted source waits: a folded source is fetched when the
     reader opens it, an unfolded one (``# proof: show-source``) shows as plain text and is
     highlighted once the page has loaded. Without one, the card holds it highlighted.
@@ -57,11 +60,11 @@ def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str,
         download=download,
         install=install_line(source, outcome, name),
         outcome=outcome,
-        ok=outcome.status == OK,
+        ok=outcome.status == OK or (outcome.status == ABSENT and bool(runs)),
         expected=marks.get("raises"),
         source_open=source_open,
-        figures=figures,
-        stamp=stamp_line(outcome),
+        runs=runs if runs is not None else [
+            {"label": "This build", "run": outcome, "stale": None, "figures": [], "stamp": stamp_line(outcome)}],
         claims=[dict(claim, text=_inline_code(claim["text"])) for claim in claims],
     )
 

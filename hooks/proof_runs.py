@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from proof_cache import ProofCache
-from proof_launch import OK, Outcome, run_proof, runs_alone
+from proof_launch import ABSENT, OK, Outcome, absent, missing_hardware, run_proof, runs_alone
+from proof_recordings import check_label
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -29,6 +30,7 @@ class Settings:
     timeout: float = DEFAULT_TIMEOUT
     rerun: bool = False
     warm: bool = True
+    record: str | None = None  # PROOFS_RECORD: the label to record this build's outcomes under
 
     @classmethod
     def from_environment(cls, environ=os.environ) -> Settings:
@@ -46,7 +48,8 @@ class Settings:
         launcher = environ.get("PROOFS_LAUNCHER", "warm").strip().lower() or "warm"
         if launcher not in ("warm", "spawn"):
             raise ValueError(f"PROOFS_LAUNCHER must be 'warm' or 'spawn', not {launcher!r}")
-        return cls(timeout=timeout, rerun=rerun, warm=launcher == "warm")
+        record = environ.get("PROOFS_RECORD", "").strip()
+        return cls(timeout=timeout, rerun=rerun, warm=launcher == "warm", record=check_label(record) if record else None)
 
 
 class Runs:
@@ -55,7 +58,7 @@ class Runs:
         self.cache = cache
         self.settings = settings
         self.outcomes: dict[str, Outcome] = {}
-        self.ran = self.recalled = self.failed = 0
+        self.ran = self.recalled = self.failed = self.absent = 0
         self.seconds = 0.0
         self._files: dict[str, bytes | None] = {}
         self._reading = threading.Lock()
@@ -84,10 +87,16 @@ class Runs:
             done += 1
             self._record(proof, outcome)
             how = "from cache" if outcome.cached else f"{outcome.duration_s:.1f} s"
-            report(f"{done}/{len(proofs)} {proof} {how}{'' if outcome.status == OK else ' FAILED'}")
+            if outcome.status == ABSENT:
+                how = f"not run: it {outcome.error}"
+            report(f"{done}/{len(proofs)} {proof} {how}{' FAILED' if outcome.status not in (OK, ABSENT) else ''}")
 
         to_run = []
         for proof in proofs:
+            need = missing_hardware(self.source(proof))
+            if need:
+                landed(proof, absent(need))
+                continue
             recalled = self._recall(proof)
             if recalled is None:
                 to_run.append(proof)
@@ -113,17 +122,20 @@ class Runs:
         """The outcome of ``proof`` in this build: recalled if cached and allowed, else run."""
         if proof not in self.outcomes:
             started = time.perf_counter()
-            self._record(proof, self._recall(proof) or self._run(proof)[1])
+            need = missing_hardware(self.source(proof))
+            self._record(proof, absent(need) if need else self._recall(proof) or self._run(proof)[1])
             self.seconds += time.perf_counter() - started
         return self.outcomes[proof]
 
     def _record(self, proof: str, outcome: Outcome) -> None:
         self.outcomes[proof] = outcome
-        if outcome.cached:
+        if outcome.status == ABSENT:
+            self.absent += 1
+        elif outcome.cached:
             self.recalled += 1
         else:
             self.ran += 1
-        self.failed += outcome.status != OK
+        self.failed += outcome.status not in (OK, ABSENT)
 
     def _recall(self, proof: str) -> Outcome | None:
         if self.settings.rerun:
@@ -142,8 +154,9 @@ class Runs:
         return self.cache.key(self.read(proof) or b"")
 
     def summary(self) -> str:
+        absent = f", {self.absent} not run (hardware this machine lacks)" if self.absent else ""
         return (
-            f"{self.ran} ran, {self.recalled} from cache, {self.failed} failed, "
+            f"{self.ran} ran, {self.recalled} from cache, {self.failed} failed{absent}, "
             f"{self.seconds:.1f} s getting them"
         )
 

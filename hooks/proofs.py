@@ -12,6 +12,7 @@ The pipeline, one module per stage:
     proof_sandbox       inside the proof's process: look like `python NAME.py`, report values
     proof_figures       inside the proof's process: capture matplotlib figures as SVG
     proof_cache       remember outcomes under .cache/proofs/
+    proof_recordings  outcomes recorded on other machines, under results/<label>/
     proof_render    cards (proof_card.html, proof_card.css), values, claims
     proof_assets    the files a card loads when looked at: figures, highlighted source
     proof_catalogue the generated page at proofs/
@@ -39,6 +40,7 @@ import proof_catalogue
 import proof_claims
 import proof_launch
 import proof_links
+import proof_recordings
 import proof_render
 import proof_runs
 
@@ -71,7 +73,8 @@ class _Build:
         self.token = "PROOFCARD" + secrets.token_hex(6)
         self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
         self.claims: dict[str, list[_Claim]] = {}  # proof -> the claims pages make about it
-        self.figures: dict[str, list] = {}  # proof -> [proof_assets.Figure] of this build's run
+        self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
+        self.recordings, self.recording_problems = proof_recordings.read_all(self.root)
         self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
@@ -111,6 +114,7 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     _scan_pages(files)
     cited = list(dict.fromkeys(proof for _, links in _build.pages.values() for _, proof, _ in links if proof))
     _build.runs.prepare(cited, log.info)
+    _check_recordings(cited)
     _publish_assets(files, config, cited)
     return _write_catalogue(files, config)
 
@@ -131,7 +135,7 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         outcome = _build.runs.outcome(proof)
         if outcome.status != proof_runs.OK and proof not in warned:
             warned.add(proof)
-            log.warning(f"{_build.shown(page.file)}:{link.line}: proofs/{proof} {outcome.error}")
+            _warn_not_ok(page, link, proof, outcome)
         if link.kind == proof_links.CLAIM:
             pieces.append(_claim(page, link, proof, outcome, _card_href(page.file.src_uri, proof, here),
                                  claim_ids[link.start]))
@@ -169,6 +173,11 @@ def on_serve(server: Server, *, config: MkDocsConfig, builder) -> Server:
 @event_priority(-100)
 def on_post_build(*, config: MkDocsConfig) -> None:
     log.info(_build.runs.summary())
+    label = _build.runs.settings.record
+    if label:
+        ran = {p: o for p, o in _build.runs.outcomes.items() if o.status != proof_launch.ABSENT}
+        where = proof_recordings.write(_build.root, label, ran, _build.proofs_dir, _build.runs.read)
+        log.info(f"recorded {len(ran)} proofs in {where}/")
     _build.scratch.cleanup()
 
 
@@ -196,17 +205,56 @@ def _publish(files: Files, config: MkDocsConfig) -> None:
         files.append(File.generated(config, uri, **source))
 
 
+def _recorded(proof: str) -> list:
+    """The recordings of ``proof`` on other machines, by label; not the one this build replaces."""
+    replaced = _build.runs.settings.record
+    return [runs[proof] for label, runs in sorted(_build.recordings.items()) if proof in runs and label != replaced]
+
+
+def _by_machine(proof: str) -> dict:
+    """{label: run} for ``@label`` in values and claims; a build that records under a label is that machine."""
+    runs = {recording.label: recording for recording in _recorded(proof)}
+    outcome, label = _build.runs.outcomes.get(proof), _build.runs.settings.record
+    if label and outcome is not None and outcome.status != proof_launch.ABSENT:
+        runs[label] = outcome
+    return runs
+
+
+def _check_recordings(cited: list[str]) -> None:
+    """Warn, once per build, about recordings that cannot be read, or that show other bytes."""
+    for problem in _build.recording_problems:
+        log.warning(f"{problem}")
+    for proof in cited:
+        for recording in _recorded(proof):
+            reason = recording.stale_because(_build.proofs_dir, _build.runs.read)
+            if reason:
+                log.warning(f"proofs/{proof}: the recording '{recording.label}' is stale: {reason}; record it "
+                            f"again with PROOFS_RECORD={recording.label} mkdocs build")
+
+
+def _warn_not_ok(page: Page, link, proof: str, outcome) -> None:
+    where = f"{_build.shown(page.file)}:{link.line}: proofs/{proof}"
+    if outcome.status != proof_launch.ABSENT:
+        log.warning(f"{where} {outcome.error}")
+    elif not _recorded(proof):
+        log.warning(f"{where} {outcome.error}, and no machine has recorded it: record it where it can run "
+                    "(PROOFS_RECORD=<label> mkdocs build) and commit results/<label>/")
+
+
 def _publish_assets(files: Files, config: MkDocsConfig, cited: list[str]) -> None:
-    """Each cited proof's figures and highlighted source, as files its cards load when looked at."""
+    """Each cited proof's figures (this build's and each recording's) and highlighted source, as
+    files its cards load when looked at."""
     made = {}
     for proof in cited:
         uri, content = proof_assets.source_file(proof, _build.runs.source(proof))
         _build.sources[proof], made[uri] = uri, content
-        _build.figures[proof] = []
-        for index, drawn in enumerate(_build.runs.outcome(proof).figures, 1):
-            figure, contents = proof_assets.figure_files(proof, index, drawn["svg"], drawn["alt"])
-            _build.figures[proof].append(figure)
-            made.update(contents)
+        runs = [(None, _build.runs.outcome(proof))] + [(r.label, r) for r in _recorded(proof)]
+        for label, run in runs:
+            _build.figures[(proof, label)] = []
+            for index, drawn in enumerate(run.figures, 1):
+                figure, contents = proof_assets.figure_files(proof, index, drawn["svg"], drawn["alt"])
+                _build.figures[(proof, label)].append(figure)
+                made.update(contents)
     for uri, content in made.items():
         if files.get_file_from_path(uri) is None:
             files.append(File.generated(config, uri, content=content))
@@ -248,6 +296,7 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
         entry.outcome = _build.runs.outcomes.get(proof)
         if entry.outcome is not None:
             entry.claims = [_holds(proof, claim.link, entry.outcome) for claim in _build.claims.get(proof, [])]
+        entry.recorded = [(r.label, bool(r.stale_because(_build.proofs_dir, _build.runs.read))) for r in _recorded(proof)]
     with FilesEditor(files, config, _build.scratch.name) as editor:
         with editor.open(proof_catalogue.PAGE, "w") as handle:
             handle.write(proof_catalogue.catalogue_markdown(list(entries.values())))
@@ -270,9 +319,7 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
             outcome,
             download=get_relative_url(f"proofs/{proof}", page.url),
             card_id=card_id + (f"-{occurrence + 1}" if occurrence else ""),
-            figures=[dict(vars(figure), light=get_relative_url(figure.light, page.url),
-                          dark=get_relative_url(figure.dark, page.url))
-                     for figure in _build.figures.get(proof, [])],
+            runs=_card_runs(page, proof, outcome),
             source_url=get_relative_url(_build.sources[proof], page.url) if proof in _build.sources else None,
             claims=_card_claims(page, proof, outcome),
         ))
@@ -280,13 +327,46 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
     href = _card_href(page.file.src_uri, proof, here)
     if link.kind == proof_links.REF:
         return f'[{link.text}]({href} "proofs/{proof}")'
-    if outcome.status != proof_runs.OK:
-        return proof_render.markdown_link("?", href, f"{link.variable}: proofs/{proof} failed")
     try:
-        text = proof_render.value_text(link, f"proofs/{proof}", outcome)
+        run, where = _value_source(link, proof, outcome)
+        if run.status != proof_runs.OK:
+            return proof_render.markdown_link("?", href, f"{link.variable}: proofs/{proof} failed{where}")
+        text = proof_render.value_text(link, f"proofs/{proof}", run)
     except proof_links.LinkError as error:
         return _report_link_error(page, link, error)
-    return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}")
+    return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}{where}")
+
+
+def _value_source(link, proof: str, outcome) -> tuple:
+    """The run a value link reads (this build's, or a recording's with ``@label``), and how to say where."""
+    if link.machine is None:
+        if outcome.status == proof_launch.ABSENT:
+            labels = ", ".join(f"#{link.variable}@{r.label}" for r in _recorded(proof)) or "#name@label"
+            raise proof_links.LinkError(f"link {link.written} reads a value of proofs/{proof}, which did not run "
+                                        f"here (it {outcome.error}): read a recording instead, e.g. {labels}")
+        return outcome, ""
+    recording = _by_machine(proof).get(link.machine)
+    if recording is None:
+        known = ", ".join(sorted(_by_machine(proof))) or "none"
+        raise proof_links.LinkError(f"link {link.written} names the machine '{link.machine}', which has no recording "
+                                    f"of proofs/{proof} (recorded on: {known}); record one with "
+                                    f"PROOFS_RECORD={link.machine} mkdocs build")
+    return recording, f" on {link.machine}"
+
+
+def _card_runs(page: Page, proof: str, outcome) -> list[dict]:
+    """What the card shows as runs: this build's first (if it ran here), then each recording."""
+    runs = [] if outcome.status == proof_launch.ABSENT else [(None, outcome)]
+    runs += [(recording.label, recording) for recording in _recorded(proof)]
+    shown = []
+    for label, run in runs:
+        stale = run.stale_because(_build.proofs_dir, _build.runs.read) if label else None
+        figures = [dict(vars(figure), light=get_relative_url(figure.light, page.url),
+                        dark=get_relative_url(figure.dark, page.url))
+                   for figure in _build.figures.get((proof, label), [])]
+        shown.append({"label": label or "This build", "run": run, "figures": figures, "stale": stale,
+                      "stamp": proof_render.stamp_line(run)})
+    return shown
 
 
 def _claim_ids(resolved: list) -> dict[int, str]:
@@ -300,9 +380,10 @@ def _claim_ids(resolved: list) -> dict[int, str]:
 
 
 def _judged(proof: str, link, outcome) -> proof_claims.Judged:
-    """The claim judged against this build's run of ``proof``; ClaimError if it cannot be."""
+    """The claim judged against this build's run of ``proof`` and its recordings; ClaimError if it cannot be."""
     failure = outcome.error if outcome.status != proof_runs.OK else None
-    return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure)
+    recorded = {label: run.values for label, run in _by_machine(proof).items()}
+    return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure, recorded)
 
 
 def _holds(proof: str, link, outcome) -> bool:

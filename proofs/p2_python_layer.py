@@ -109,5 +109,5 @@ print(f"  lin(x)               {module_call_ns:7.0f} ns   Module.__call__, then 
 print(f"  lin.forward(x)       {forward_ns:7.0f} ns   forward only")
 print(f"  F.linear(x, w, b)    {f_linear_ns:7.0f} ns   the builtin that forward calls")
 print(f"  lin.weight           {param_lookup_ns:7.0f} ns   via Module.__getattr__, in forward")
-print(f"Module.__call__ adds {call_overhead_ns:.0f} ns; the Python wrapper F.relu adds "
-      f"{f_relu_ns - relu_ns:.0f} ns")
+print(f"lin(x) - lin.forward(x): {call_overhead_ns:+.0f} ns; F.relu(x) - torch.relu(x): "
+      f"{f_relu_ns - relu_ns:+.0f} ns")

@@ -182,7 +182,8 @@ def test_very_long_and_deeply_nested_conditions_are_refused():
         ("matches + 1 > 0", "'matches' is a boolean (True); use it alone or with and/or/not"),
         ("a", "'a' is a number (3), not a claim: compare it, e.g. '> 1'"),
         ("a and matches", "'a' is a number (3), not a condition: compare it, e.g. '> 1'"),
-        ("speedup@h200 > 1", "'speedup@h200' names the machine 'h200', which has no recorded results"),
+        ("speedup@h200 > 1", "'speedup@h200' names the machine 'h200', which has no recording of proofs/p.py; "
+                             "record one with PROOFS_RECORD=h200 mkdocs build"),
     ],
 )
 def test_names_that_cannot_be_judged(condition, message):
@@ -215,3 +216,15 @@ def test_a_claim_on_a_failed_proof_does_not_hold():
     assert judged.problem == "proofs/p.py raised KeyError: 'k' at line 4, so nothing it measured can be checked"
     with pytest.raises(ClaimError):  # a malformed condition is still an error, whatever the run
         judge_claim("speedup >> 1", VALUES, "proofs/p.py", "raised KeyError")
+
+
+def test_names_with_a_machine_read_that_machines_recording():
+    recorded = {"h200": {"ready_us": 12.0, "returned_us": 0.05}}
+    judged = judge_claim("returned_us@h200 < 0.01 * ready_us@h200", VALUES, "proofs/p.py", None, recorded)
+    assert judged.held and judged.check == "returned_us@h200 = 0.05, ready_us@h200 = 12: " \
+                                            "returned_us@h200 < 0.01 * ready_us@h200"
+    with pytest.raises(ClaimError, match="names 'nope', which proofs/p.py as recorded on h200 does not define"):
+        judge_claim("nope@h200 > 1", VALUES, "proofs/p.py", None, recorded)
+    # a proof that did not run here: claims on a recording still hold, claims on this build do not
+    assert judge_claim("ready_us@h200 > 1", {}, "proofs/p.py", "needs cuda, which this machine lacks", recorded).held
+    assert not judge_claim("speedup > 1", VALUES, "proofs/p.py", "needs cuda, which this machine lacks").held

@@ -77,7 +77,7 @@ def masked(text: str) -> str:
     """Output with every number masked (a timing differs run to run, the lines around it do not),
     and a traceback's underlining left out (the card's trimmed traceback marks a shorter span)."""
     text = re.sub(r"(?m)^[ \t]*[\^~]+[ \t]*\n", "", text)  # where a traceback underlines, by hand and here
-    return re.sub(r"[ \t]+", " ", re.sub(r"\d[\d,.]*(?:e[-+]?\d+)?", "#", text))
+    return re.sub(r"[ \t]+", " ", re.sub(r"[-+]?\d[\d,.]*(?:e[-+]?\d+)?", "#", text))
 
 
 @pytest.mark.slow

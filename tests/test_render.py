@@ -176,7 +176,10 @@ def test_card_shows_everything_and_escapes_output():
         outcome(output="<script>alert(1)</script> {{ x }}\n"),
         download="../proofs/p.py",
         card_id="proof-p",
-        figures=[{"light": "f-light.svg", "dark": "f-dark.svg", "width": 614, "height": 461, "alt": "A <title>"}],
+        runs=[{"label": "This build", "run": outcome(output="<script>alert(1)</script> {{ x }}\n"), "stale": None,
+               "stamp": "Some CPU, 2 cores",
+               "figures": [{"light": "f-light.svg", "dark": "f-dark.svg", "width": 614, "height": 461,
+                            "alt": "A <title>"}]}],
     )
     assert '<div class="proof-card" id="proof-p">' in html
     assert '<span class="proof-card__name">p.py</span>' in html
