@@ -73,17 +73,22 @@ else:
           f"after fill_ {rss_filled_mib:.0f} | after del {rss_after_mib:.0f}")
     print(f"memory went back to the OS after del: {returned}")
 
-# CUDA keeps freed blocks in its caching allocator instead of returning them.
+# CUDA keeps freed blocks in its caching allocator instead of returning them. On a GPU machine
+# these values feed the page through a recording (#cuda_reserved_after_del_mib@gpu, say).
+cuda_allocated_mib = cuda_allocated_after_del_mib = None
+cuda_reserved_after_del_mib = cuda_reserved_after_empty_cache_mib = None
 if torch.cuda.is_available():
     y = torch.empty(N, device="cuda")
-    alloc_mib = torch.cuda.memory_allocated() / 2**20
+    cuda_allocated_mib = torch.cuda.memory_allocated() / 2**20
     del y
-    print(f"CUDA: allocated {alloc_mib:.0f} MiB; after del: allocated "
-          f"{torch.cuda.memory_allocated() / 2**20:.0f} MiB, reserved "
-          f"{torch.cuda.memory_reserved() / 2**20:.0f} MiB (cached for reuse)")
+    cuda_allocated_after_del_mib = torch.cuda.memory_allocated() / 2**20
+    cuda_reserved_after_del_mib = torch.cuda.memory_reserved() / 2**20
+    print(f"CUDA: allocated {cuda_allocated_mib:.0f} MiB; after del: allocated "
+          f"{cuda_allocated_after_del_mib:.0f} MiB, reserved {cuda_reserved_after_del_mib:.0f} MiB "
+          "(cached for reuse)")
     torch.cuda.empty_cache()
-    print(f"after torch.cuda.empty_cache(): reserved "
-          f"{torch.cuda.memory_reserved() / 2**20:.0f} MiB")
+    cuda_reserved_after_empty_cache_mib = torch.cuda.memory_reserved() / 2**20
+    print(f"after torch.cuda.empty_cache(): reserved {cuda_reserved_after_empty_cache_mib:.0f} MiB")
 else:
     print("CUDA branch skipped (no GPU). There, del keeps the block in the caching")
     print("allocator: memory_allocated() drops, memory_reserved() stays until empty_cache().")

@@ -418,3 +418,44 @@ def test_axe_finds_no_serious_or_critical_violation(open_tab, path, system):
 
 def test_every_internal_link_and_image_in_the_built_site_resolves(served):
     assert broken_internal_links(served.folder, served.base) == []
+
+
+# --- results from other machines -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", ["light", "dark"])
+def test_a_card_with_two_machines_shows_a_tab_each_by_mouse_and_keyboard(browser, site, system):
+    from test_recordings import PAGE, record_two
+
+    (site.root / "mkdocs.yml").write_text(  # offline like the project: system fonts, no font host
+        "site_name: Tiny\ntheme:\n  name: material\n  font: false\nhooks:\n  - hooks/proofs.py\n")
+    record_two(site)
+    site.page("index.md", PAGE)
+    assert site.build("--strict").returncode == 0
+    server = StaticServer(site.root / "site")
+    try:
+        tab = Tab(browser, server.base, color_scheme=system)
+        page = tab.open("")
+        card = page.locator("#proof-cap")
+        labels = card.locator(".tabbed-labels label")
+        assert labels.all_inner_texts() == ["This build", "fast", "plain"]
+        visible = "el => [...el.querySelectorAll('.tabbed-block')].map(b => b.offsetHeight > 0)"
+        assert card.evaluate(visible) == [True, False, False]
+        labels.nth(2).click()
+        assert card.evaluate(visible) == [False, False, True]
+        assert "kernels: DEFAULT" in card.locator(".tabbed-block").nth(2).inner_text()
+        card.locator("input#proof-cap-run-3").focus()  # the keyboard: arrows move between machines
+        page.keyboard.press("ArrowLeft")
+        assert card.evaluate(visible) == [False, True, False]
+        center(card)
+        page.wait_for_timeout(300)
+        screenshot(card, f"recordings-{system}.png")
+        # The card only: the tiny site has none of the project's overrides, and its colours are
+        # Material's defaults, a site's own choice (the project's palette is checked on Part 0).
+        results = Axe().run(page, context="#proof-cap", options={"rules": {"color-contrast": {"enabled": False}}})
+        serious = [f"{v['id']}: {v['nodes'][0]['target']} {v['nodes'][0]['failureSummary']}"
+                   for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+        assert serious == []
+        tab.assert_clean()
+    finally:
+        server.close()

@@ -157,3 +157,11 @@ def test_every_page_stays_light(project_site):
     part0 = (project_site / "part-0" / "index.html").read_text()
     cards = re.findall(r'<div class="proof-card[ "].*?<p class="proof-card__stamp">', part0, re.DOTALL)
     assert len(cards) >= 12 and not any("<svg" in card for card in cards), "figures are files, not drawn inline"
+
+
+def test_the_publishing_workflow_passes_actionlint():
+    """The workflow that records on each runner kind and publishes the site is valid GitHub Actions."""
+    actionlint = Path(sys.executable).parent / "actionlint"
+    result = subprocess.run([str(actionlint), ".github/workflows/pages.yml"], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
