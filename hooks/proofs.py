@@ -13,6 +13,7 @@ The pipeline, one module per stage:
     proof_figures       inside the proof's process: capture matplotlib figures as SVG
     proof_cache       remember outcomes under .cache/proofs/
     proof_recordings  outcomes recorded on other machines, under results/<label>/
+    proof_pages     what the build knows, as pages use it: runs per machine, claims, cards
     proof_render    cards (proof_card.html, proof_card.css), values, claims
     proof_assets    the files a card loads when looked at: figures, highlighted source
     proof_catalogue the generated page at proofs/
@@ -34,12 +35,12 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 from mkdocs_gen_files.editor import FilesEditor
 
-import proof_assets
 import proof_cache
 import proof_catalogue
 import proof_claims
 import proof_launch
 import proof_links
+import proof_pages
 import proof_recordings
 import proof_render
 import proof_runs
@@ -72,10 +73,8 @@ class _Build:
         self.runs = proof_runs.Runs(self.proofs_dir, cache, settings)
         self.token = "PROOFCARD" + secrets.token_hex(6)
         self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
-        self.claims: dict[str, list[_Claim]] = {}  # proof -> the claims pages make about it
-        self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
-        self.recordings, self.recording_problems = proof_recordings.read_all(self.root)
-        self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
+        recordings, self.recording_problems = proof_recordings.read_all(self.root)
+        self.know = proof_pages.Knowledge(self.runs, recordings, get_relative_url)
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.cards: dict[str, dict] = {}  # src_uri -> {token: (proof, card HTML)}
         self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
@@ -85,13 +84,6 @@ class _Build:
 
     def shown(self, file: File) -> str:
         return os.path.relpath(os.path.join(self.docs_dir, file.src_uri), self.root).replace(os.sep, "/")
-
-
-class _Claim:
-    """One claim a page makes about a proof, where the card can link back to it."""
-
-    def __init__(self, file: File, title: str, link, claim_id: str):
-        self.src_uri, self.url, self.title, self.link, self.id = file.src_uri, file.url, title, link, claim_id
 
 
 _build: _Build | None = None
@@ -115,7 +107,9 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     cited = list(dict.fromkeys(proof for _, links in _build.pages.values() for _, proof, _ in links if proof))
     _build.runs.prepare(cited, log.info)
     _check_recordings(cited)
-    _publish_assets(files, config, cited)
+    for uri, content in _build.know.assets(cited).items():
+        if files.get_file_from_path(uri) is None:
+            files.append(File.generated(config, uri, content=content))
     return _write_catalogue(files, config)
 
 
@@ -125,7 +119,7 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     resolved = proof_links.resolve(proof_links.find_links(markdown, _build.page_dir(page.file)), _build.proofs_dir)
     here = {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD}
     slots, warned, pieces, last = {}, set(), [], 0
-    claim_ids = _claim_ids(resolved)
+    claim_ids = proof_pages.Knowledge.claim_ids(resolved)
     for link, proof, error in resolved:
         pieces.append(markdown[last : link.start])
         last = link.end
@@ -205,28 +199,13 @@ def _publish(files: Files, config: MkDocsConfig) -> None:
         files.append(File.generated(config, uri, **source))
 
 
-def _recorded(proof: str) -> list:
-    """The recordings of ``proof`` on other machines, by label; not the one this build replaces."""
-    replaced = _build.runs.settings.record
-    return [runs[proof] for label, runs in sorted(_build.recordings.items()) if proof in runs and label != replaced]
-
-
-def _by_machine(proof: str) -> dict:
-    """{label: run} for ``@label`` in values and claims; a build that records under a label is that machine."""
-    runs = {recording.label: recording for recording in _recorded(proof)}
-    outcome, label = _build.runs.outcomes.get(proof), _build.runs.settings.record
-    if label and outcome is not None and outcome.status != proof_launch.ABSENT:
-        runs[label] = outcome
-    return runs
-
-
 def _check_recordings(cited: list[str]) -> None:
     """Warn, once per build, about recordings that cannot be read, or that show other bytes."""
     for problem in _build.recording_problems:
         log.warning(f"{problem}")
     for proof in cited:
-        for recording in _recorded(proof):
-            reason = recording.stale_because(_build.proofs_dir, _build.runs.read)
+        for recording in _build.know.recorded(proof):
+            reason = _build.know.stale(recording)
             if reason:
                 log.warning(f"proofs/{proof}: the recording '{recording.label}' is stale: {reason}; record it "
                             f"again with PROOFS_RECORD={recording.label} mkdocs build")
@@ -236,28 +215,9 @@ def _warn_not_ok(page: Page, link, proof: str, outcome) -> None:
     where = f"{_build.shown(page.file)}:{link.line}: proofs/{proof}"
     if outcome.status != proof_launch.ABSENT:
         log.warning(f"{where} {outcome.error}")
-    elif not _recorded(proof):
+    elif not _build.know.recorded(proof):
         log.warning(f"{where} {outcome.error}, and no machine has recorded it: record it where it can run "
                     "(PROOFS_RECORD=<label> mkdocs build) and commit results/<label>/")
-
-
-def _publish_assets(files: Files, config: MkDocsConfig, cited: list[str]) -> None:
-    """Each cited proof's figures (this build's and each recording's) and highlighted source, as
-    files its cards load when looked at."""
-    made = {}
-    for proof in cited:
-        uri, content = proof_assets.source_file(proof, _build.runs.source(proof))
-        _build.sources[proof], made[uri] = uri, content
-        runs = [(None, _build.runs.outcome(proof))] + [(r.label, r) for r in _recorded(proof)]
-        for label, run in runs:
-            _build.figures[(proof, label)] = []
-            for index, drawn in enumerate(run.figures, 1):
-                figure, contents = proof_assets.figure_files(proof, index, drawn["svg"], drawn["alt"])
-                _build.figures[(proof, label)].append(figure)
-                made.update(contents)
-    for uri, content in made.items():
-        if files.get_file_from_path(uri) is None:
-            files.append(File.generated(config, uri, content=content))
 
 
 def _scan_pages(files: Files) -> None:
@@ -271,12 +231,10 @@ def _scan_pages(files: Files) -> None:
         title = title[1] if title else file.src_uri
         resolved = proof_links.resolve(links, _build.proofs_dir)
         _build.pages[file.src_uri] = (title, resolved)
-        claim_ids = _claim_ids(resolved)
+        _build.know.add_claims(file.url, title, resolved)
         for link, proof, _ in resolved:
             if proof and link.kind == proof_links.CARD:
                 _build.card_home.setdefault(proof, file.src_uri)
-            if proof and link.kind == proof_links.CLAIM:
-                _build.claims.setdefault(proof, []).append(_Claim(file, title, link, claim_ids[link.start]))
 
 
 def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
@@ -295,8 +253,9 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
     for proof, entry in entries.items():
         entry.outcome = _build.runs.outcomes.get(proof)
         if entry.outcome is not None:
-            entry.claims = [_holds(proof, claim.link, entry.outcome) for claim in _build.claims.get(proof, [])]
-        entry.recorded = [(r.label, bool(r.stale_because(_build.proofs_dir, _build.runs.read))) for r in _recorded(proof)]
+            entry.claims = [_build.know.holds(proof, claim.link, entry.outcome)
+                            for claim in _build.know.claims.get(proof, [])]
+        entry.recorded = [(r.label, bool(_build.know.stale(r))) for r in _build.know.recorded(proof)]
     with FilesEditor(files, config, _build.scratch.name) as editor:
         with editor.open(proof_catalogue.PAGE, "w") as handle:
             handle.write(proof_catalogue.catalogue_markdown(list(entries.values())))
@@ -319,16 +278,16 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
             outcome,
             download=get_relative_url(f"proofs/{proof}", page.url),
             card_id=card_id + (f"-{occurrence + 1}" if occurrence else ""),
-            runs=_card_runs(page, proof, outcome),
-            source_url=get_relative_url(_build.sources[proof], page.url) if proof in _build.sources else None,
-            claims=_card_claims(page, proof, outcome),
+            runs=_build.know.card_runs(proof, outcome, page.url),
+            source_url=_build.know.source_url(proof, page.url),
+            claims=_build.know.card_claims(proof, outcome, page.url),
         ))
         return token
     href = _card_href(page.file.src_uri, proof, here)
     if link.kind == proof_links.REF:
         return f'[{link.text}]({href} "proofs/{proof}")'
     try:
-        run, where = _value_source(link, proof, outcome)
+        run, where = _build.know.value_source(link, proof, outcome)
         if run.status != proof_runs.OK:
             return proof_render.markdown_link("?", href, f"{link.variable}: proofs/{proof} failed{where}")
         text = proof_render.value_text(link, f"proofs/{proof}", run)
@@ -337,66 +296,10 @@ def _replacement(page: Page, link, proof: str, outcome, here: set, slots: dict) 
     return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}{where}")
 
 
-def _value_source(link, proof: str, outcome) -> tuple:
-    """The run a value link reads (this build's, or a recording's with ``@label``), and how to say where."""
-    if link.machine is None:
-        if outcome.status == proof_launch.ABSENT:
-            labels = ", ".join(f"#{link.variable}@{r.label}" for r in _recorded(proof)) or "#name@label"
-            raise proof_links.LinkError(f"link {link.written} reads a value of proofs/{proof}, which did not run "
-                                        f"here (it {outcome.error}): read a recording instead, e.g. {labels}")
-        return outcome, ""
-    recording = _by_machine(proof).get(link.machine)
-    if recording is None:
-        known = ", ".join(sorted(_by_machine(proof))) or "none"
-        raise proof_links.LinkError(f"link {link.written} names the machine '{link.machine}', which has no recording "
-                                    f"of proofs/{proof} (recorded on: {known}); record one with "
-                                    f"PROOFS_RECORD={link.machine} mkdocs build")
-    return recording, f" on {link.machine}"
-
-
-def _card_runs(page: Page, proof: str, outcome) -> list[dict]:
-    """What the card shows as runs: this build's first (if it ran here), then each recording."""
-    runs = [] if outcome.status == proof_launch.ABSENT else [(None, outcome)]
-    runs += [(recording.label, recording) for recording in _recorded(proof)]
-    shown = []
-    for label, run in runs:
-        stale = run.stale_because(_build.proofs_dir, _build.runs.read) if label else None
-        figures = [dict(vars(figure), light=get_relative_url(figure.light, page.url),
-                        dark=get_relative_url(figure.dark, page.url))
-                   for figure in _build.figures.get((proof, label), [])]
-        shown.append({"label": label or "This build", "run": run, "figures": figures, "stale": stale,
-                      "stamp": proof_render.stamp_line(run)})
-    return shown
-
-
-def _claim_ids(resolved: list) -> dict[int, str]:
-    """The id of each claim link (by its offset): the page's n-th claim about that proof."""
-    ids, counts = {}, {}
-    for link, proof, error in resolved:
-        if link.kind == proof_links.CLAIM and proof and not error:
-            counts[proof] = counts.get(proof, 0) + 1
-            ids[link.start] = proof_render.claim_anchor(proof, counts[proof])
-    return ids
-
-
-def _judged(proof: str, link, outcome) -> proof_claims.Judged:
-    """The claim judged against this build's run of ``proof`` and its recordings; ClaimError if it cannot be."""
-    failure = outcome.error if outcome.status != proof_runs.OK else None
-    recorded = {label: run.values for label, run in _by_machine(proof).items()}
-    return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure, recorded)
-
-
-def _holds(proof: str, link, outcome) -> bool:
-    try:
-        return _judged(proof, link, outcome).held
-    except proof_claims.ClaimError:
-        return False
-
-
 def _claim(page: Page, link, proof: str, outcome, href: str, claim_id: str) -> str:
     """The Markdown that stands where a claim link was; a claim that does not hold is a WARNING."""
     try:
-        judged = _judged(proof, link, outcome)
+        judged = _build.know.judged(proof, link, outcome)
     except proof_claims.ClaimError as error:
         broken = _report_link_error(page, link, proof_links.LinkError(f"claim {link.written}: {error}"))
         return f'<span id="{claim_id}">{broken}</span>'  # the card's list of claims links here
@@ -404,20 +307,6 @@ def _claim(page: Page, link, proof: str, outcome, href: str, claim_id: str) -> s
         text = link.text.replace('"', "'")
         log.warning(f'{_build.shown(page.file)}:{link.line}: claim "{text}" does not hold: {judged.problem}')
     return proof_render.claim_markdown(link.text, href, judged.held, judged.check, claim_id)
-
-
-def _card_claims(page: Page, proof: str, outcome) -> list[dict]:
-    """What every page claims from ``proof``, judged against this run, for the card to list."""
-    shown = []
-    for claim in _build.claims.get(proof, []):
-        try:
-            judged = _judged(proof, claim.link, outcome)
-        except proof_claims.ClaimError as error:
-            judged = proof_claims.Judged(False, f"cannot be checked: {error}", str(error))
-        href = get_relative_url(claim.url, page.url) + "#" + claim.id
-        shown.append({"text": claim.link.text, "page": claim.title, "href": href,
-                      "held": judged.held, "check": judged.check})
-    return shown
 
 
 def _card_href(src_uri: str, proof: str, here: set) -> str:

@@ -1,0 +1,151 @@
+"""Stage 4c: what one build knows about proofs, as its pages use them.
+
+For each proof: which run a value reads (this build's, or a machine's recording with
+``@label``), how each claim fares against them, and what its card shows (a tab per run, the
+claims pages make, the files it loads). proofs.py feeds it the build's runs and recordings
+and asks it, page by page; it imports no MkDocs: a page is its URL, and the glue passes the
+function that makes one URL relative to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import proof_assets
+import proof_claims
+import proof_links
+import proof_render
+from proof_launch import ABSENT, OK
+from proof_runs import Runs
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim a page makes about a proof, where the card can link back to it."""
+
+    page_url: str  # e.g. "part-0/"
+    title: str  # the page's title
+    link: proof_links.ProofLink
+    id: str  # the claim's HTML id on that page
+
+
+class Knowledge:
+    def __init__(self, runs: Runs, recordings: dict, relative_url: Callable[[str, str], str]):
+        self.runs = runs
+        self.recordings = recordings  # {label: {proof: Recording}} (proof_recordings.read_all)
+        self.relative_url = relative_url  # (target URL, from page URL) -> a URL relative to the page
+        self.claims: dict[str, list[Claim]] = {}  # proof -> the claims pages make about it
+        self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
+        self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
+
+    # ---- runs: this build's and other machines' ----------------------------------------------
+
+    def recorded(self, proof: str) -> list:
+        """The recordings of ``proof`` on other machines, by label; not the one this build replaces."""
+        replaced = self.runs.settings.record
+        return [runs[proof] for label, runs in sorted(self.recordings.items()) if proof in runs and label != replaced]
+
+    def by_machine(self, proof: str) -> dict:
+        """{label: run} for ``@label``: a build that records under a label is that machine."""
+        runs = {recording.label: recording for recording in self.recorded(proof)}
+        outcome, label = self.runs.outcomes.get(proof), self.runs.settings.record
+        if label and outcome is not None and outcome.status != ABSENT:
+            runs[label] = outcome
+        return runs
+
+    def stale(self, recording) -> str | None:
+        return recording.stale_because(self.runs.proofs_dir, self.runs.read)
+
+    def value_source(self, link, proof: str, outcome) -> tuple:
+        """The run a value link reads, and how to say where; a LinkError when there is none."""
+        if link.machine is None:
+            if outcome.status == ABSENT:
+                examples = ", ".join(f"#{link.variable}@{r.label}" for r in self.recorded(proof)) or "#name@label"
+                raise proof_links.LinkError(
+                    f"link {link.written} reads a value of proofs/{proof}, which did not run here "
+                    f"(it {outcome.error}): read a recording instead, e.g. {examples}")
+            return outcome, ""
+        recording = self.by_machine(proof).get(link.machine)
+        if recording is None:
+            known = ", ".join(sorted(self.by_machine(proof))) or "none"
+            raise proof_links.LinkError(
+                f"link {link.written} names the machine '{link.machine}', which has no recording of "
+                f"proofs/{proof} (recorded on: {known}); record one with PROOFS_RECORD={link.machine} mkdocs build")
+        return recording, f" on {link.machine}"
+
+    # ---- claims ------------------------------------------------------------------------------
+
+    @staticmethod
+    def claim_ids(resolved: list) -> dict[int, str]:
+        """The id of each claim link (by its offset): the page's n-th claim about that proof."""
+        ids, counts = {}, {}
+        for link, proof, error in resolved:
+            if link.kind == proof_links.CLAIM and proof and not error:
+                counts[proof] = counts.get(proof, 0) + 1
+                ids[link.start] = proof_render.claim_anchor(proof, counts[proof])
+        return ids
+
+    def add_claims(self, page_url: str, title: str, resolved: list) -> None:
+        ids = self.claim_ids(resolved)
+        for link, proof, _ in resolved:
+            if proof and link.kind == proof_links.CLAIM:
+                self.claims.setdefault(proof, []).append(Claim(page_url, title, link, ids[link.start]))
+
+    def judged(self, proof: str, link, outcome) -> proof_claims.Judged:
+        """The claim judged against this build's run and the recordings; ClaimError if it cannot be."""
+        failure = outcome.error if outcome.status != OK else None
+        recorded = {label: run.values for label, run in self.by_machine(proof).items()}
+        return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure, recorded)
+
+    def holds(self, proof: str, link, outcome) -> bool:
+        try:
+            return self.judged(proof, link, outcome).held
+        except proof_claims.ClaimError:
+            return False
+
+    # ---- cards -------------------------------------------------------------------------------
+
+    def assets(self, cited: list[str]) -> dict[str, bytes]:
+        """Each cited proof's figures (this build's and each recording's) and highlighted source,
+        as files ({URI: bytes}) its cards load when looked at."""
+        made = {}
+        for proof in cited:
+            uri, content = proof_assets.source_file(proof, self.runs.source(proof))
+            self.sources[proof], made[uri] = uri, content
+            runs = [(None, self.runs.outcome(proof))] + [(r.label, r) for r in self.recorded(proof)]
+            for label, run in runs:
+                self.figures[(proof, label)] = []
+                for index, drawn in enumerate(run.figures, 1):
+                    figure, contents = proof_assets.figure_files(proof, index, drawn["svg"], drawn["alt"])
+                    self.figures[(proof, label)].append(figure)
+                    made.update(contents)
+        return made
+
+    def card_runs(self, proof: str, outcome, page_url: str) -> list[dict]:
+        """What the card shows as runs: this build's first (if it ran here), then each recording."""
+        runs = [] if outcome.status == ABSENT else [(None, outcome)]
+        runs += [(recording.label, recording) for recording in self.recorded(proof)]
+        shown = []
+        for label, run in runs:
+            figures = [dict(vars(figure), light=self.relative_url(figure.light, page_url),
+                            dark=self.relative_url(figure.dark, page_url))
+                       for figure in self.figures.get((proof, label), [])]
+            shown.append({"label": label or "This build", "run": run, "figures": figures,
+                          "stale": self.stale(run) if label else None, "stamp": proof_render.stamp_line(run)})
+        return shown
+
+    def card_claims(self, proof: str, outcome, page_url: str) -> list[dict]:
+        """What every page claims from ``proof``, judged against this build, for the card to list."""
+        shown = []
+        for claim in self.claims.get(proof, []):
+            try:
+                judged = self.judged(proof, claim.link, outcome)
+            except proof_claims.ClaimError as error:
+                judged = proof_claims.Judged(False, f"cannot be checked: {error}", str(error))
+            shown.append({"text": claim.link.text, "page": claim.title, "held": judged.held, "check": judged.check,
+                          "href": self.relative_url(claim.page_url, page_url) + "#" + claim.id})
+        return shown
+
+    def source_url(self, proof: str, page_url: str) -> str | None:
+        return self.relative_url(self.sources[proof], page_url) if proof in self.sources else None
