@@ -25,8 +25,8 @@ from proof_folder import Reader, dependency_digest, disk_reader
 from proof_launch import Outcome
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINE_FILES = ("proof_sandbox.py", "proof_figures.py", "proof_folder.py", "proof_launch.py", "proof_launchers.py",
-                "proof_zygote.py")
+ENGINE_FILES = ("proof_sandbox.py", "proof_touches.py", "proof_figures.py", "proof_folder.py", "proof_launch.py",
+                "proof_launchers.py", "proof_zygote.py")
 KEY_LENGTH = 32
 STALE_PARTIAL_S = 3600
 KEEP_PER_PROOF = 3  # entries kept per proof: a few environments (venvs, versions) can share a cache

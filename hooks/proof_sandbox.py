@@ -10,7 +10,8 @@ figures (via proof_figures.py), the trimmed traceback if it raised, which neighb
 imported, opened or listed (the cache must watch them), and a stamp of where it ran. What the
 script prints goes to this process's stdout and stderr, which the launcher captures.
 
-It imports only the standard library, so it starts fast, and nothing of the build.
+It imports only the standard library and its stdlib-only sibling proof_touches.py, so it starts
+fast, and nothing of the build.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import time
 import traceback
 import types
 
+from proof_touches import Touched
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIGURES_MODULE = "_proof_figures"
 MAX_STRING_VALUE = 10_000
@@ -37,7 +40,7 @@ def main(report_path: str, proof_path: str) -> int:
     die_with_parent()
     install_figure_hook()
     folder = os.path.dirname(proof_path)
-    touched = _Touched(folder)
+    touched = Touched(folder)
     namespace = _become_main(proof_path)
     already_loaded = set(sys.modules)
     started = time.perf_counter()
@@ -183,68 +186,6 @@ def _plain(value):
         except Exception:  # not a scalar after all
             pass
     return {"unsupported": type(value).__name__}
-
-
-class _Touched:
-    """Which neighbours of the proof it opened or listed, seen through an audit hook.
-
-    Only names that were in the folder when the proof started count: what the proof writes
-    for itself is its own business. Audit hooks cannot be removed, so this one turns itself
-    off in ``stop``.
-    """
-
-    def __init__(self, folder: str):
-        self.folder = os.path.abspath(folder)
-        self.present = set(os.listdir(self.folder))
-        self.opened: set[str] = set()
-        self.listed: set[str] = set()
-        self.active = False
-
-    def start(self) -> None:
-        self.active = True
-        sys.addaudithook(self._hook)
-
-    def stop(self) -> None:
-        self.active = False
-
-    def _hook(self, event: str, args: tuple) -> None:
-        if not self.active or event not in ("open", "os.listdir", "os.scandir"):
-            return
-        if event != "open" and sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
-            return  # the import system caching a folder's names, not the proof looking
-        path = args[0] if args else None
-        if event != "open" and path is None:
-            path = "."
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
-        if not isinstance(path, str):  # a file descriptor
-            return
-        relative = self._relative(path)
-        if relative is None:
-            return
-        if event == "open" and relative.split("/")[0] in self.present:
-            self.opened.add(relative)
-        elif event != "open" and relative.split("/")[0] in self.present | {""}:
-            self.listed.add(relative)
-
-    def _relative(self, path: str) -> str | None:
-        absolute = os.path.abspath(path)
-        if absolute == self.folder:
-            return ""
-        if not absolute.startswith(self.folder + os.sep):
-            return None
-        return os.path.relpath(absolute, self.folder).replace(os.sep, "/")
-
-    def report(self, proof_path: str, already_loaded: set) -> dict:
-        """{"opened": [...], "listed": [...]}: paths relative to the folder ("" is the folder)."""
-        opened = set(self.opened)
-        for name, module in list(sys.modules.items()):
-            path = getattr(module, "__file__", None) if name not in already_loaded else None
-            relative = self._relative(path) if path else None
-            if relative and relative.split("/")[0] in self.present:
-                opened.add(relative)
-        opened.discard(os.path.basename(proof_path))
-        return {"opened": sorted(opened), "listed": sorted(self.listed)}
 
 
 def _stamp(duration: float) -> dict:

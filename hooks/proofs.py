@@ -10,6 +10,7 @@ The pipeline, one module per stage:
     proof_folder        the folder it runs in: copies of its neighbours; what it depended on
     proof_launchers     start that process: a fresh interpreter, or a fork of proof_zygote
     proof_sandbox       inside the proof's process: look like `python NAME.py`, report values
+    proof_touches       inside the proof's process: which neighbours it imported, opened, listed
     proof_figures       inside the proof's process: capture matplotlib figures as SVG
     proof_cache       remember outcomes under .cache/proofs/
     proof_recordings  outcomes recorded on other machines, under results/<label>/
