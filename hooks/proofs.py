@@ -24,6 +24,7 @@ This file routes MkDocs events to those stages and turns their findings into log
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -117,7 +118,11 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
         return markdown
-    resolved = proof_links.resolve(proof_links.find_links(markdown, _build.page_dir(page.file)), _build.proofs_dir)
+    links = proof_links.find_links(markdown, _build.page_dir(page.file))
+    offset = _front_matter_lines(page.file, markdown)
+    if offset:  # MkDocs has taken the front matter off: count lines as the author's file has them
+        links = [dataclasses.replace(link, line=link.line + offset) for link in links]
+    resolved = proof_links.resolve(links, _build.proofs_dir)
     here = {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD}
     slots, warned, pieces, last = {}, set(), [], 0
     claim_ids = proof_pages.Knowledge.claim_ids(resolved)
@@ -308,6 +313,14 @@ def _claim(page: Page, link, proof: str, outcome, href: str, claim_id: str) -> s
         text = link.text.replace('"', "'")
         log.warning(f'{_build.shown(page.file)}:{link.line}: claim "{text}" does not hold: {judged.problem}')
     return proof_render.claim_markdown(link.text, href, judged.held, judged.check, claim_id)
+
+
+def _front_matter_lines(file: File, markdown: str) -> int:
+    """How many lines of the page's file come before ``markdown`` (its YAML front matter)."""
+    source = file.content_string
+    if markdown and source.endswith(markdown):
+        return source[: len(source) - len(markdown)].count("\n")
+    return 0
 
 
 def _card_href(src_uri: str, proof: str, here: set) -> str:

@@ -128,3 +128,10 @@ def test_huge_output_is_cut_with_a_note(site):
     site.page("index.md", PAGE)
     assert site.build("--strict").returncode == 0
     assert "[output cut: 134,465 more bytes not shown]" in site.html()
+
+
+def test_a_page_with_front_matter_is_reported_at_its_own_line_numbers(site):
+    site.proof("p.py", FAILURES["exits"][0])
+    site.page("index.md", "---\ntitle: Home\ndescription: two lines of front matter\n---\n\n# Home\n\n[p.py](../proofs/p.py)\n")
+    result = site.build()
+    assert log_lines(result, "WARNING") == ["proofs: docs/index.md:8: proofs/p.py exited with status 4"]
