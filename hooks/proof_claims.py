@@ -179,7 +179,7 @@ def _tokens(text: str) -> list[Token]:
             tokens.append(Token("number", match["number"], start + 1))
         else:
             tokens.append(Token("op", match["op"], start + 1))
-        _no_call_or_attribute(text, match.end(), tokens[-1])
+        _no_call(text, match.end(), tokens[-1])
         position = match.end()
     return tokens
 
@@ -192,8 +192,8 @@ def _unexpected(text: str, index: int) -> str:
     return f"unexpected '{char}' at column {index + 1}; {HELP}"
 
 
-def _no_call_or_attribute(text: str, end: int, token: Token) -> None:
-    """A name followed by '(' or '.' would be a call or an attribute in Python: say so plainly."""
+def _no_call(text: str, end: int, token: Token) -> None:
+    """A name followed by '(' would be a call in Python: say so plainly (a '.' is _unexpected's)."""
     if token.kind != "name":
         return
     rest = text[end:].lstrip()

@@ -38,6 +38,7 @@ class Knowledge:
         self.claims: dict[str, list[Claim]] = {}  # proof -> the claims pages make about it
         self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
         self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
+        self._stale: dict[tuple, str | None] = {}  # (label, proof) -> why it is stale, asked once per build
 
     # ---- runs: this build's and other machines' ----------------------------------------------
 
@@ -55,7 +56,10 @@ class Knowledge:
         return runs
 
     def stale(self, recording) -> str | None:
-        return recording.stale_because(self.runs.proofs_dir, self.runs.read)
+        key = (recording.label, recording.proof)
+        if key not in self._stale:
+            self._stale[key] = recording.stale_because(self.runs.proofs_dir, self.runs.read)
+        return self._stale[key]
 
     def value_source(self, link, proof: str, outcome) -> tuple:
         """The run a value link reads, and how to say where; a LinkError when there is none."""

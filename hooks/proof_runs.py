@@ -93,15 +93,11 @@ class Runs:
 
         to_run = []
         for proof in proofs:
-            need = missing_hardware(self.source(proof))
-            if need:
-                landed(proof, absent(need))
-                continue
-            recalled = self._recall(proof)
-            if recalled is None:
+            known = self._without_running(proof)
+            if known is None:
                 to_run.append(proof)
             else:
-                landed(proof, recalled)
+                landed(proof, known)
         together = [proof for proof in to_run if not runs_alone(self.source(proof))]
         pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
         try:
@@ -122,8 +118,7 @@ class Runs:
         """The outcome of ``proof`` in this build: recalled if cached and allowed, else run."""
         if proof not in self.outcomes:
             started = time.perf_counter()
-            need = missing_hardware(self.source(proof))
-            self._record(proof, absent(need) if need else self._recall(proof) or self._run(proof)[1])
+            self._record(proof, self._without_running(proof) or self._run(proof)[1])
             self.seconds += time.perf_counter() - started
         return self.outcomes[proof]
 
@@ -136,6 +131,11 @@ class Runs:
         else:
             self.ran += 1
         self.failed += outcome.status not in (OK, ABSENT)
+
+    def _without_running(self, proof: str) -> Outcome | None:
+        """The outcome when none needs to run: not run for lack of hardware, or from the cache."""
+        need = missing_hardware(self.source(proof))
+        return absent(need) if need else self._recall(proof)
 
     def _recall(self, proof: str) -> Outcome | None:
         if self.settings.rerun:

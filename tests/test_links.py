@@ -18,8 +18,12 @@ from proof_links import (
 )
 
 
-def kinds(markdown, page_dir="/site/docs"):
-    return [(link.kind, link.text, link.variable, link.spec) for link in find_links(markdown, page_dir)]
+def fields(markdown, *names, page_dir="/site/docs"):
+    return [tuple(getattr(link, name) for name in names) for link in find_links(markdown, page_dir)]
+
+
+def kinds(markdown):
+    return fields(markdown, "kind", "text", "variable", "spec")
 
 
 def test_three_forms():
@@ -137,8 +141,8 @@ def test_files_under_proofs_skips_hidden_files_and_caches(tmp_path):
     assert [f for f in files_under(str(tmp_path)) if is_proof(f)] == ["a.py", "sub/b.py"]
 
 
-def claims(markdown, page_dir="/site/docs"):
-    return [(link.kind, link.text, link.condition, link.target) for link in find_links(markdown, page_dir)]
+def claims(markdown):
+    return fields(markdown, "kind", "text", "condition", "target")
 
 
 def test_claim_links_take_spaces_and_balanced_parentheses():
