@@ -1,17 +1,28 @@
 """Stage 5: the catalogue page at ``proofs/``, listing every proof and how it fared.
 
 ``catalogue_markdown`` is a pure function of the entries; the glue writes its result into the
-site with mkdocs-gen-files.
+site with mkdocs-gen-files. Proofs are grouped by the page that shows their card (on this site,
+one group per part of the series), in the site's order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from proof_launch import ABSENT, OK, Outcome
 from proof_render import anchor
 
 PAGE = "proofs/index.md"
+
+
+class Home(NamedTuple):
+    """The page that shows a proof's card: the catalogue groups proofs by it."""
+
+    title: str
+    href: str  # Markdown href from the catalogue to the page
+    rank: int  # the page's place in the site (its nav order)
+    position: int  # the card's place among the page's cards
 
 
 @dataclass
@@ -22,6 +33,7 @@ class Entry:
     outcome: Outcome | None = None
     claims: list[bool] = field(default_factory=list)  # each claim pages make about it: does it hold?
     recorded: list[tuple[str, bool]] = field(default_factory=list)  # (label, stale) of each recording
+    home: Home | None = None  # where its card is; None: no page shows it
 
 
 def catalogue_markdown(entries: list[Entry]) -> str:
@@ -37,12 +49,38 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
         f"{len(entries) - len(ran)} cited by no page."
         + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build." if claims else ""),
-        "",
-        "| Proof | What it shows | Cited by | Claims | Last run |",
-        "| --- | --- | --- | --- | --- |",
     ]
-    lines += [_row(entry) for entry in sorted(entries, key=lambda e: e.proof)]
+    for home, group in _groups(entries):
+        lines += ["", f"## {_heading(home.title) if home else 'On no page'}", "", _group_line(home, group), ""]
+        lines += ["| Proof | What it shows | Cited by | Claims | Last run |", "| --- | --- | --- | --- | --- |"]
+        lines += [_row(entry) for entry in group]
     return "\n".join(lines) + "\n"
+
+
+def _groups(entries: list[Entry]) -> list[tuple[Home | None, list[Entry]]]:
+    """Proofs grouped by the page that shows their card, pages in site order, cards in page order."""
+    groups: dict[tuple, list[Entry]] = {}
+    for entry in entries:
+        home = entry.home
+        groups.setdefault((home.rank, home.title, home.href) if home else None, []).append(entry)
+    shown = sorted((key for key in groups if key is not None))
+    ordered = [(groups[key][0].home, sorted(groups[key], key=lambda e: (e.home.position, e.proof))) for key in shown]
+    if None in groups:
+        ordered.append((None, sorted(groups[None], key=lambda e: e.proof)))
+    return ordered
+
+
+def _group_line(home: Home | None, group: list[Entry]) -> str:
+    count = f"{len(group)} proof{'s' if len(group) != 1 else ''}"
+    if home is None:
+        return f"{count} whose card no page shows."
+    if len(group) == 1:
+        return f"{count}, with its card on [{_heading(home.title)}]({home.href})."
+    return f"{count}, with their cards on [{_heading(home.title)}]({home.href}), in the order they appear there."
+
+
+def _heading(title: str) -> str:
+    return title.replace("\n", " ").strip()
 
 
 def _row(entry: Entry) -> str:
@@ -75,3 +113,14 @@ def claims_cell(claims: list[bool]) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def nav_order(nav) -> list[str]:
+    """The page files a ``nav:`` setting lists, in order (titles, sections and URLs are skipped)."""
+    if isinstance(nav, str):
+        return [] if "://" in nav else [nav]
+    if isinstance(nav, dict):
+        return [uri for value in nav.values() for uri in nav_order(value)]
+    if isinstance(nav, list):
+        return [uri for item in nav for uri in nav_order(item)]
+    return []

@@ -15,6 +15,10 @@ REPO = Path(__file__).resolve().parent.parent
 HOOKS = REPO / "hooks"
 sys.path.insert(0, str(HOOKS))  # the pure stages, for unit tests
 
+# The project's own proofs (paths under proofs/, sub-folders included) and the series' parts.
+PROJECT_PROOFS = sorted(p.relative_to(REPO / "proofs").as_posix() for p in (REPO / "proofs").rglob("*.py"))
+PARTS = sorted((p.stem for p in (REPO / "docs").glob("part-*.md")), key=lambda stem: int(stem.split("-")[1]))
+
 CONFIG = """\
 site_name: Tiny
 theme:

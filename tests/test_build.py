@@ -147,6 +147,22 @@ def test_proofs_are_published_byte_for_byte_and_listed(site):
     assert "Nobody cites me." in catalogue and "_helper" not in catalogue
 
 
+def test_catalogue_groups_proofs_by_the_page_that_shows_their_card_in_nav_order(site):
+    for name in ("part-1/a.py", "part-1/b.py", "part-2/c.py"):
+        site.proof(name, f'"""{name}."""\nx = 1\nprint(x)\n')
+    site.page("part-1.md", "# One\n\n[b.py](../proofs/part-1/b.py)\n\n[a.py](../proofs/part-1/a.py)\n")
+    site.page("part-2.md", "# Two\n\n[c.py](../proofs/part-2/c.py), cited [x](../proofs/part-1/a.py#x)\n\n"
+                           "[c.py](../proofs/part-2/c.py)\n")
+    (site.root / "mkdocs.yml").write_text(site.root.joinpath("mkdocs.yml").read_text()
+                                          + "nav:\n  - part-2.md\n  - part-1.md\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    catalogue = site.html("proofs/index.html")
+    assert re.findall(r"<h2 id=[^>]*>([^<]+)", catalogue) == ["Two", "One"]
+    assert re.findall(r'<a href="(part-[12]/[a-z].py)">', catalogue) == ["part-2/c.py", "part-1/b.py", "part-1/a.py"]
+    assert '1 proof, with its card on <a href="../part-2/">Two</a>.' in catalogue
+
+
 def test_catalogue_shows_cache_state(site):
     site.proof("a.py", "x = 1\n")
     site.page("index.md", "# Home\n\n[a.py](../proofs/a.py)\n")

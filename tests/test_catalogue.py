@@ -1,19 +1,25 @@
 """Stage 5: the catalogue page's Markdown."""
 
-from proof_catalogue import Entry, catalogue_markdown
+from proof_catalogue import Entry, Home, catalogue_markdown, nav_order
 from proof_launch import FAILED, OK, Outcome
 
 
 def test_catalogue_lists_every_proof_with_its_fate():
+    home = Home("Home", "../index.md", 0, 0)
     entries = [
         Entry("b.py", "Fails | loudly.", [("Home", "../index.md#proof-b")],
-              Outcome(status=FAILED, output="", error="exited with status 2", duration_s=0.5), [False]),
+              Outcome(status=FAILED, output="", error="exited with status 2", duration_s=0.5), [False],
+              home=home._replace(position=1)),
         Entry("a.py", "Adds.", [("Home", "../index.md#proof-a"), ("Part 0", "../part-0.md#proof-a")],
-              Outcome(status=OK, output="", duration_s=1.25, cached=True), [True, False, True]),
+              Outcome(status=OK, output="", duration_s=1.25, cached=True), [True, False, True], home=home),
         Entry("sub/c.py", "Unused."),
     ]
     assert catalogue_markdown(entries).splitlines()[4:] == [
         "3 proofs: 1 passed, 1 failed, 1 cited by no page. Pages rest 4 claims on them; 2 hold in this build.",
+        "",
+        "## Home",
+        "",
+        "2 proofs, with their cards on [Home](../index.md), in the order they appear there.",
         "",
         "| Proof | What it shows | Cited by | Claims | Last run |",
         "| --- | --- | --- | --- | --- |",
@@ -21,8 +27,38 @@ def test_catalogue_lists_every_proof_with_its_fate():
         "[Part 0](../part-0.md#proof-a) | 2 of 3 hold | passed, 1.25 s, from cache |",
         '| <span id="proof-b"></span>[b.py](b.py) | Fails \\| loudly. | [Home](../index.md#proof-b) | '
         "0 of 1 hold | failed: exited with status 2, 0.50 s, ran in this build |",
+        "",
+        "## On no page",
+        "",
+        "1 proof whose card no page shows.",
+        "",
+        "| Proof | What it shows | Cited by | Claims | Last run |",
+        "| --- | --- | --- | --- | --- |",
         '| <span id="proof-sub-c"></span>[c.py](sub/c.py) | Unused. | no page | none | not run |',
     ]
+
+
+def test_catalogue_groups_by_the_page_showing_the_card_in_site_then_card_order():
+    part = {n: Home(f"Part {n}", f"../part-{n}.md", rank, 0) for rank, n in enumerate((0, 2, 1))}
+    entries = [
+        Entry("part-1/z.py", "Z.", home=part[1]._replace(position=1)),
+        Entry("part-1/y.py", "Y.", home=part[1]),
+        Entry("loose.py", "L."),
+        Entry("p0.py", "P.", home=part[0]),
+        Entry("part-2/x.py", "X.", home=part[2]),
+    ]
+    lines = catalogue_markdown(entries).splitlines()
+    headings = [line for line in lines if line.startswith("## ")]
+    rows = [line.split("](", 1)[1].split(")", 1)[0] for line in lines if line.startswith("| <span")]
+    assert headings == ["## Part 0", "## Part 2", "## Part 1", "## On no page"]
+    assert rows == ["p0.py", "part-2/x.py", "part-1/y.py", "part-1/z.py", "loose.py"]
+
+
+def test_nav_order_lists_pages_of_a_nested_nav():
+    nav = ["index.md", {"Part 0": "part-0.md"}, {"Series": [{"One": "part-1.md"}, "part-2.md"]},
+           {"Elsewhere": "https://example.com/"}]
+    assert nav_order(nav) == ["index.md", "part-0.md", "part-1.md", "part-2.md"]
+    assert nav_order(None) == []
 
 
 def test_claims_cell_counts_what_holds():

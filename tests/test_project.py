@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import PARTS, PROJECT_PROOFS, REPO
 from proof_launch import markers
 from proof_links import _mask_code
+from proof_render import anchor as proof_anchor
 
-PROOFS = sorted(p.name for p in (REPO / "proofs").glob("*.py"))
+PROOFS = PROJECT_PROOFS
 PAGES = sorted((REPO / "docs").rglob("*.md"))
 BY_HAND_LIMIT_S = 10
 UNIT = re.compile(r"(?<![\w.#:])\d[\d,]*(?:\.\d+)?\s?(?:µs|us|ns|ms|s|KB|MB|GB|KiB|MiB|GiB|%)(?!\w)")
@@ -46,12 +47,13 @@ def test_each_proof_runs_alone_by_hand(name, tmp_path):
     The budget is checked on CPU seconds (user + system) so that a busy test machine cannot
     fail it; on an idle machine wall time and CPU time are close for these scripts.
     """
-    shutil.copy(REPO / "proofs" / name, tmp_path / name)
+    script = Path(name).name
+    shutil.copy(REPO / "proofs" / name, tmp_path / script)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    expected = markers((tmp_path / name).read_text()).get("raises")
+    expected = markers((tmp_path / script).read_text()).get("raises")
     if expected:
         assert result.returncode == 1
         assert result.stderr.strip().splitlines()[-1].startswith(f"{expected}:")
@@ -90,12 +92,13 @@ def test_each_proof_prints_by_hand_what_its_card_shows(name, project_site, tmp_p
     folder = tmp_path / "proofs"
     shutil.copytree(REPO / "proofs", folder, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MPLBACKEND")}
-    result = subprocess.run([sys.executable, name], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+    here = folder / Path(name).parent
+    result = subprocess.run([sys.executable, Path(name).name], cwd=here, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    anchor = "proof-" + name.removesuffix(".py")
+    anchor = proof_anchor(name)
     page = next(p for p in project_site.rglob("index.html") if f'id="{anchor}-output"' in p.read_text())
     card = re.search(rf'id="{anchor}-output">.*?<samp tabindex="0">(.*?)</samp></pre>', page.read_text(), re.DOTALL)[1]
-    by_hand = own_frames(result.stdout, str(folder))
+    by_hand = own_frames(result.stdout, str(here))
     assert masked(html_module.unescape(card)) == masked(by_hand)
 
 
@@ -127,6 +130,48 @@ def test_project_site_builds_strictly_and_a_second_build_runs_no_proof(tmp_path)
     cards = set(re.findall(r'<div class="proof-card" id="(proof-[^"]+)"', part0))
     figures = re.findall(r'<img class="proof-card__image" src="[^"]*#only-light"', part0)
     assert len(cards) >= 12 and len(figures) >= 8, (len(cards), len(figures))
+
+
+SERIES_TABLE_ROW = re.compile(r"^\| (\d+) \| \[([^\]]+)\]\(([^)]+)\)[^|]*\| ([^|]+) \|$", re.MULTILINE)
+
+
+def series_table() -> dict[int, tuple[str, str, list[int]]]:
+    """Part 0's "How the series works" table: part -> (title, link, floors)."""
+    rows = SERIES_TABLE_ROW.findall((REPO / "docs" / "part-0.md").read_text())
+    return {int(n): (title, href, [int(f) for f in re.findall(r"\d", floors)]) for n, title, href, floors in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", [p for p in PARTS if p != "part-0"])
+def test_every_part_meets_the_series_standard(part, project_site):
+    """SERIES.md, "The standard for a part": what a build can check about a written part."""
+    number = int(part.split("-")[1])
+    title, href, floors = series_table()[number]
+    source = (REPO / "docs" / f"{part}.md").read_text()
+    html = (project_site / part / "index.html").read_text()
+    assert source.startswith(f"# Part {number}: {title}\n"), "its title is the one Part 0 and the home page use"
+    assert href == f"{part}.md", "Part 0's series table links the part"
+    home = (REPO / "docs" / "index.md").read_text()
+    assert re.search(rf"### Part {number}: {re.escape(title)}\n\n\[Read Part {number}\]\({part}\.md\)", home)
+    for floor in floors:  # Part 0's "Full story" line of each of its floors points here, and back
+        assert re.search(rf"## Floor {floor} of 8: [^\n]+\n\n(?:!\[[^\n]+\n)+\n\\*Full story: \[Part {number}, "
+                         rf"{re.escape(title)}\]\({part}\.md\)", (REPO / "docs" / "part-0.md").read_text())
+        assert f"part-0.md#floor-{floor}-of-8-" in source, "the part links back to its floor on Part 0"
+    opening = source.split("\n## ", 1)[0]
+    assert all(f"assets/gauge/floor-{f}-light.svg" in opening for f in floors), "it opens with the depth gauge"
+    for neighbour in (number - 1, number + 1):
+        if (REPO / "docs" / f"part-{neighbour}.md").exists():
+            assert f"](part-{neighbour}.md" in source, f"it links its neighbour, Part {neighbour}"
+    headings = re.findall(r"^## (.+)$", source, re.MULTILINE)
+    assert headings[-1] == "What you can now predict"
+    ending = source.split("\n## What you can now predict\n", 1)[1]
+    items = re.findall(r"^- (.+(?:\n  .+)*)", ending, re.MULTILINE)
+    assert len(items) >= 3 and all(f"../proofs/{part}/" in item for item in items), "each item links its proof"
+    own = sorted(p for p in PROJECT_PROOFS if p.startswith(f"{part}/"))
+    cards = re.findall(r'<div class="proof-card" id="(proof-[^"]+)"', html)
+    assert len(own) >= 12 and sorted(cards) == sorted(proof_anchor(p) for p in own), "one card per own proof"
+    figures = re.findall(r'<img class="proof-card__image" src="[^"]*#only-light"', html)
+    assert len(figures) >= 6
 
 
 class _Elements(__import__("html.parser").parser.HTMLParser):
