@@ -1,0 +1,93 @@
+"""channels_last keeps the NCHW shape and changes only the strides: the bytes are stored pixel by pixel.
+
+A 1x3x2x3 image (3 channels, 2x3 pixels) is made contiguous in the default layout and in
+torch.channels_last. The proof prints both stride tuples, reads each storage in order to
+show which (channel, row, column) sits in each cell, checks is_contiguous against both
+memory formats, and then follows the layout through operations: an elementwise op, a mixed
+add, a 1x1 convolution, view and reshape. c10/core/MemoryFormat.h computes the
+channels-last strides; the proof checks that this function ships in the package's headers.
+"""
+import os
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+N, C, H, W = 1, 3, 2, 3
+x = torch.arange(N * C * H * W, dtype=torch.float32).reshape(N, C, H, W)
+cl = x.contiguous(memory_format=torch.channels_last)
+nchw_strides = str(x.stride())
+channels_last_strides = str(cl.stride())
+same_shape = x.shape == cl.shape
+same_values = torch.equal(x, cl)
+copied = cl.data_ptr() != x.data_ptr()
+
+
+def storage_order(t):
+    """(c, h, w) of the element held in each storage cell, in storage order."""
+    where = {}
+    for c in range(C):
+        for h in range(H):
+            for w in range(W):
+                offset = t.storage_offset() + sum(i * s for i, s in zip((0, c, h, w), t.stride()))
+                where[offset] = (c, h, w)
+    return [where[i] for i in range(len(where))]
+
+
+orders = {"contiguous (NCHW)": storage_order(x), "channels_last (NHWC order)": storage_order(cl)}
+print(f"shape {tuple(x.shape)} for both; same values: {same_values}; channels_last is a copy: {copied}")
+print(f"strides: contiguous {nchw_strides}, channels_last {channels_last_strides}")
+for name, order in orders.items():
+    print(f"{name:<27} storage holds channels " + "".join(str(c) for c, _, _ in order))
+cl_is_contiguous = cl.is_contiguous()
+cl_is_channels_last = cl.is_contiguous(memory_format=torch.channels_last)
+print(f"channels_last tensor: is_contiguous() {cl_is_contiguous}, "
+      f"is_contiguous(memory_format=torch.channels_last) {cl_is_channels_last}")
+
+# With one channel, or one pixel, both stride orders describe the same bytes.
+one_channel = torch.zeros(1, 1, 4, 4)
+ambiguous_both = (one_channel.is_contiguous()
+                  and one_channel.is_contiguous(memory_format=torch.channels_last))
+print(f"a 1x1x4x4 tensor is contiguous in both formats at once: {ambiguous_both}")
+
+# The layout travels through operations.
+relu_keeps = torch.relu(cl).stride() == cl.stride()
+mixed_first_cl = (cl + x).is_contiguous(memory_format=torch.channels_last)
+mixed_first_nchw = (x + cl).is_contiguous()
+conv = torch.nn.Conv2d(C, 4, kernel_size=1)
+conv_keeps = conv(cl).is_contiguous(memory_format=torch.channels_last)
+try:
+    cl.view(N, -1)
+    view_flat_works = True
+except RuntimeError:
+    view_flat_works = False
+reshape_flat_copies = cl.reshape(N, -1).data_ptr() != cl.data_ptr()
+print(f"relu(cl) keeps channels_last strides: {relu_keeps}; conv(cl) is channels_last: {conv_keeps}")
+print(f"cl + x is channels_last: {mixed_first_cl}; x + cl is contiguous: {mixed_first_nchw}")
+print(f"cl.view(1, -1) works: {view_flat_works}; cl.reshape(1, -1) copies: {reshape_flat_copies}")
+memory_format_h = os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "MemoryFormat.h")
+with open(memory_format_h, encoding="utf-8") as f:
+    strides_fn_in_header = "get_channels_last_strides_2d" in f.read()
+print(f"get_channels_last_strides_2d in c10/core/MemoryFormat.h: {strides_fn_in_header}")
+
+# Figure: each storage drawn as a row of cells in address order, coloured by channel,
+# labelled with the pixel (row, column) it holds.
+fig, ax = plt.subplots(figsize=(8, 3.2))
+for row, (name, order) in enumerate(orders.items()):
+    y = -row * 1.6
+    ax.text(-0.3, y + 0.45, name, ha="right", va="center", fontsize=10)
+    for cell, (c, h, w) in enumerate(order):
+        ax.add_patch(Rectangle((cell, y), 0.92, 0.9, color=f"C{c}", alpha=0.55))
+        ax.text(cell + 0.46, y + 0.45, f"{h},{w}", ha="center", va="center", fontsize=8)
+    ax.text(0, y - 0.3, f"strides {(x if row == 0 else cl).stride()}", fontsize=8, va="center")
+for c in range(C):
+    ax.add_patch(Rectangle((19 + 0, -0.2 - c * 0.7), 0.5, 0.5, color=f"C{c}", alpha=0.55))
+    ax.text(19.7, 0.05 - c * 0.7, f"channel {c}", va="center", fontsize=9)
+ax.text(N * C * H * W / 2, 1.3, "storage address →  (cell label: pixel row, column)",
+        ha="center", fontsize=9)
+ax.set_xlim(-7.5, 22.5)
+ax.set_ylim(-2.2, 1.6)
+ax.axis("off")
+ax.set_title("Same shape (1, 3, 2, 3), two reading orders of the storage")
+fig.tight_layout()
+plt.show()

@@ -1,0 +1,51 @@
+"""A dtype fixes the bytes per element; a conversion allocates new storage, a dtype view only relabels the bytes.
+
+For common dtypes the proof prints element_size(), the bytes a billion elements take, and
+for floating types the largest value and the step after 1.0 (torch.finfo). It then converts
+a 1 MiB float32 tensor to other dtypes and measures the new storage each time, and
+reinterprets the same bytes with view(dtype) and view_as_real, which allocate nothing.
+"""
+import torch
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn,
+          torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64]
+print(f"{'dtype':<22}{'bytes':>6}{'GiB per 1e9':>13}{'max':>12}{'eps':>11}")
+size_of = {}
+for dt in DTYPES:
+    size_of[dt] = torch.empty(0, dtype=dt).element_size()
+    if dt.is_floating_point:
+        info = torch.finfo(dt)
+        extra = f"{info.max:>12.3g}{info.eps:>11.2g}"
+    else:
+        extra = ""
+    print(f"{str(dt):<22}{size_of[dt]:>6}{1e9 * size_of[dt] / 2**30:>13.2f}{extra}")
+float32_bytes = size_of[torch.float32]
+bfloat16_bytes = size_of[torch.bfloat16]
+bool_bytes = size_of[torch.bool]
+float8_bytes = size_of[torch.float8_e4m3fn]
+float16_max = torch.finfo(torch.float16).max
+bfloat16_max = torch.finfo(torch.bfloat16).max
+bfloat16_range_like_float32 = bfloat16_max > 1e38 and torch.finfo(torch.float32).max > 1e38
+
+x = torch.rand(2**18)  # 1 MiB of float32
+conversions = {
+    "x.to(torch.float64)": x.to(torch.float64),
+    "x.to(torch.bfloat16)": x.to(torch.bfloat16),
+    "x.to(torch.float32)": x.to(torch.float32),
+    "x.view(torch.uint8)": x.view(torch.uint8),
+    "x.view(torch.int32)": x.view(torch.int32),
+}
+print(f"{'x = torch.rand(2**18), then':<28}{'numel':>9}{'storage bytes':>15}  same storage")
+for name, t in conversions.items():
+    same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    print(f"{name:<28}{t.numel():>9,}{t.untyped_storage().nbytes():>15,}  {same}")
+to_float64_bytes = conversions["x.to(torch.float64)"].untyped_storage().nbytes()
+x_bytes = x.untyped_storage().nbytes()
+uint8_view_numel = conversions["x.view(torch.uint8)"].numel()
+view_dtype_shares = conversions["x.view(torch.uint8)"].data_ptr() == x.data_ptr()
+same_dtype_returns_self = conversions["x.to(torch.float32)"] is x
+z = torch.zeros(3, dtype=torch.complex64)
+zr = torch.view_as_real(z)
+view_as_real_shares = zr.data_ptr() == z.data_ptr()
+print(f"view_as_real(complex64 of 3): shape {tuple(zr.shape)}, dtype {zr.dtype}, "
+      f"same storage: {view_as_real_shares}")

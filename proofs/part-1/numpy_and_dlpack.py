@@ -1,0 +1,60 @@
+"""from_numpy, .numpy() and DLPack hand the same bytes across without copying; torch.tensor() copies.
+
+The proof converts a NumPy array to a tensor and back by each route and compares the
+addresses of the first element (ndarray.ctypes.data against Tensor.data_ptr()). It writes
+through one side and reads the other, prints the two libraries' strides for the same
+every-other-element view (NumPy counts bytes, PyTorch counts elements), and keeps the
+errors for the cases that cannot share: negative strides and a tensor that requires grad.
+"""
+import numpy as np
+import torch
+
+a = np.arange(6, dtype=np.float32)
+routes = {
+    "torch.from_numpy(a)": torch.from_numpy(a),
+    "torch.as_tensor(a)": torch.as_tensor(a),
+    "torch.from_dlpack(a)": torch.from_dlpack(a),
+    "torch.tensor(a)": torch.tensor(a),
+    "torch.as_tensor(a, dtype=float64)": torch.as_tensor(a, dtype=torch.float64),
+}
+print(f"{'NumPy -> torch':<36}same address")
+shares = {}
+for name, t in routes.items():
+    shares[name] = t.data_ptr() == a.ctypes.data
+    print(f"{name:<36}{shares[name]}")
+from_numpy_shares = shares["torch.from_numpy(a)"] and shares["torch.from_dlpack(a)"]
+tensor_copies = not shares["torch.tensor(a)"]
+dtype_change_copies = not shares["torch.as_tensor(a, dtype=float64)"]
+
+x = torch.zeros(4)
+back = {"x.numpy()": x.numpy(), "np.from_dlpack(x)": np.from_dlpack(x), "np.asarray(x)": np.asarray(x)}
+print(f"{'torch -> NumPy':<36}same address")
+for name, arr in back.items():
+    print(f"{name:<36}{arr.ctypes.data == x.data_ptr()}")
+numpy_shares = all(arr.ctypes.data == x.data_ptr() for arr in back.values())
+x.add_(1)
+write_visible_in_numpy = back["x.numpy()"].tolist() == [1.0, 1.0, 1.0, 1.0]
+# The array keeps a tensor (an alias of x over the same storage) as its .base: that keeps
+# the storage alive for as long as the array lives.
+base = back["x.numpy()"].base
+numpy_base_is_tensor = isinstance(base, torch.Tensor) and base.data_ptr() == x.data_ptr()
+print(f"x.add_(1) shows in x.numpy(): {write_visible_in_numpy}; "
+      f"x.numpy().base is a tensor over x's storage: {numpy_base_is_tensor}")
+
+every_other = a[::2]
+numpy_stride_bytes = every_other.strides[0]
+torch_stride_elements = torch.from_numpy(every_other).stride()[0]
+print(f"a[::2]: NumPy stride {numpy_stride_bytes} bytes, torch stride {torch_stride_elements} elements")
+
+try:
+    torch.from_numpy(a[::-1])
+    negative_stride_error = ""
+except ValueError as err:
+    negative_stride_error = str(err).split(".")[0]
+try:
+    torch.ones(2, requires_grad=True).numpy()
+    requires_grad_error = ""
+except RuntimeError as err:
+    requires_grad_error = str(err)
+print(f"torch.from_numpy(a[::-1]) raises: {negative_stride_error}.")
+print(f"torch.ones(2, requires_grad=True).numpy() raises: {requires_grad_error}")

@@ -1,0 +1,86 @@
+"""Resident memory over time: empty() takes none, each first write takes pages, a slice holds them, del of the last view gives them back.
+
+Linux only: it reads the process's resident set size (RSS) from /proc/self/statm, which no
+other system has, and raises elsewhere. The script makes a 128 MiB float32 tensor with
+torch.empty, writes it in 16 chunks (sampling RSS after each), keeps a 1-element slice,
+deletes the tensor, clones the slice, and deletes the slice. Each event is one sample of
+RSS and of the time since the start. One thread, so the chunks are written in order.
+"""
+import os
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+if not os.path.exists("/proc/self/statm"):
+    raise RuntimeError("rss_timeline.py needs /proc/self/statm (Linux) to read resident memory")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+torch.set_num_threads(1)
+N = 32 * 2**20  # float32 elements: 128 MiB
+CHUNKS = 16
+tensor_mib = N * 4 / 2**20
+
+
+def rss_mib():
+    """Resident set size of this process, in MiB (second field of /proc/self/statm, in pages)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE / 2**20
+
+
+t0 = time.perf_counter_ns()
+samples = []  # (ms since start, RSS MiB, event or "")
+
+
+def sample(event=""):
+    samples.append(((time.perf_counter_ns() - t0) / 1e6, rss_mib(), event))
+    return samples[-1][1]
+
+
+rss_start_mib = sample("start")
+x = torch.empty(N)
+rss_empty_mib = sample("x = torch.empty(N)")
+chunk = N // CHUNKS
+for i in range(CHUNKS):
+    x[i * chunk:(i + 1) * chunk].fill_(1.0)  # first touch of these pages
+    sample("x.fill_ in 16 chunks" if i == CHUNKS - 1 else "")
+rss_filled_mib = samples[-1][1]
+s = x[:1]
+rss_sliced_mib = sample("s = x[:1]")
+del x
+rss_del_x_mib = sample("del x")
+c = s.clone()
+rss_clone_mib = sample("c = s.clone()")
+del s
+rss_del_s_mib = sample("del s")
+
+print(f"{'ms':>7}{'RSS MiB':>9}  event")
+for ms, rss, event in samples:
+    if event:
+        print(f"{ms:>7.1f}{rss:>9.0f}  {event}")
+empty_took_mib = rss_empty_mib - rss_start_mib
+fill_took_mib = rss_filled_mib - rss_empty_mib
+kept_by_slice_mib = rss_del_x_mib - rss_start_mib
+returned_mib = rss_del_x_mib - rss_del_s_mib
+print(f"tensor {tensor_mib:.0f} MiB: empty() took {empty_took_mib:.1f} MiB, writing it took "
+      f"{fill_took_mib:.0f} MiB, a 1-element slice kept {kept_by_slice_mib:.0f} MiB after del x, "
+      f"del s gave back {returned_mib:.0f} MiB")
+
+fig, ax = plt.subplots(figsize=(8, 4.5))
+steps = range(len(samples))
+rss_values = [rss for _, rss, _ in samples]
+ax.plot(steps, rss_values, "o-", drawstyle="steps-post", color="C0", ms=4)
+ax.axhline(rss_start_mib + tensor_mib, color="C7", ls=":", lw=1)
+ax.text(0, rss_start_mib + tensor_mib + 2, f"start + {tensor_mib:.0f} MiB (the tensor)",
+        fontsize=8, va="bottom", color="C7")
+mid = 2 + CHUNKS // 2
+ax.annotate("one dot per chunk written:\nthe first write of each page\nmakes it resident", (mid, samples[mid][1]),
+            xytext=(mid + 2.5, samples[mid][1] - 45), fontsize=8, arrowprops={"arrowstyle": "->", "color": "C7"})
+ticks = [i for i, (_, _, event) in enumerate(samples) if event]
+labels = [f"{samples[i][2]} ({samples[i][0]:.0f} ms)" for i in ticks]
+ax.set_xticks(ticks, labels, rotation=55, ha="right", rotation_mode="anchor", fontsize=8)
+ax.set_xlabel("events in order, with ms since start (each dot: one RSS reading)")
+ax.set_ylabel("resident memory (MiB)")
+ax.set_title("Process RSS: pages arrive on first write and leave with the last view")
+ax.grid(True, axis="y", alpha=0.3)
+fig.tight_layout()
+plt.show()
