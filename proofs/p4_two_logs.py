@@ -10,8 +10,8 @@ operators such as linear decomposed. Also prints one operator's schema and the o
 aten::add: ATen's own, declared in native_functions.yaml, take tensors; TorchScript registers
 more under the same name (torch/csrc/jit/runtime/register_prim_ops.cpp) for ints, floats,
 strings and lists. Counts the operators registered with the dispatcher (private
-torch._C._dispatch_get_all_op_names; counted right after import; the counts drift between
-releases).
+torch._C._dispatch_get_all_op_names, which fails loudly if it is gone; counted right after
+import; the counts drift between releases).
 """
 import torch
 import torch.nn.functional as F
@@ -22,11 +22,8 @@ torch.manual_seed(0)
 
 
 def count_ops():
-    """(all registered operator overloads, the aten:: ones), or (0, 0) if the API moved."""
-    try:
-        names = torch._C._dispatch_get_all_op_names()  # private: torch._C._*
-    except AttributeError:
-        return 0, 0
+    """(all registered operator overloads, the aten:: ones); an AttributeError if the API moved."""
+    names = torch._C._dispatch_get_all_op_names()  # private: torch._C._*
     return len(names), sum(n.startswith("aten::") for n in names)
 
 
@@ -106,8 +103,5 @@ print(f"same code, nothing requires grad: {dispatch_log_no_grad}")
 print(f"schema: {add_schema}")
 print(f"aten::add has {n_add_overloads} overloads; {n_add_tensor_overloads} take tensors (ATen's own),")
 print(f"  the others are TorchScript's: {add_script_overloads}")
-if n_ops:
-    print(f"operator overloads registered at import: {n_ops}, of which aten:: {n_aten_ops}")
-    print(f"  after first use of the modes (lazy imports register more): {n_ops_after_modes}")
-else:
-    print("operator count: not available in this torch")
+print(f"operator overloads registered at import: {n_ops}, of which aten:: {n_aten_ops}")
+print(f"  after first use of the modes (lazy imports register more): {n_ops_after_modes}")

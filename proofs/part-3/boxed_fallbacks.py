@@ -1,0 +1,100 @@
+"""Boxed fallbacks: one kernel per key serves every operator; conj and neg bits are resolved there.
+
+A backend fallback is a single boxed kernel registered for a key and all operators at once; it
+reads any operator's arguments from a stack, using only the schema. Lists the fallbacks every
+operator's table inherits (read from the private torch._C._dispatch_dump_table of an operator
+defined here, which has no kernels of its own at those keys). Then watches two of them at
+work with a TorchDispatchMode (torch/utils/_python_dispatch.py), whose Python key sits below
+the Conjugate and Negative keys and so sees what their fallback does. z.conj() of a complex
+tensor only sets a bit (the Conjugate key); the fallback (aten/src/ATen/ConjugateFallback.cpp,
+logic in aten/src/ATen/native/MathBitsFallback.h) lets views through, and for other operators
+clones each input that carries the bit, which resolves it, before redispatching. Operators that
+handle the bit themselves, such as mm, register a fallthrough at Conjugate instead (private
+torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them). Last, the Python key:
+a dispatch mode adds it to the thread-local include set. Private APIs are used as they are: if
+a later torch changes them, the script fails.
+"""
+import re
+import textwrap
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+DK = torch._C.DispatchKey
+lib = torch.library.Library("fb", "DEF")
+lib.define("f(Tensor x) -> Tensor")
+lib.impl("f", lambda x: x.clone(), "CPU")
+fallback_lines = re.findall(r"^(\w+): (fallthrough )?registered at (\S+) \[backend fallback\]$",
+                            torch._C._dispatch_dump_table("fb::f"), re.M)  # private
+boxed = [(key, path.split("/")[-1].split(":")[0]) for key, ft, path in fallback_lines if not ft]
+fallthroughs = [key for key, ft, _ in fallback_lines if ft]
+n_boxed_fallbacks, n_fallthrough_fallbacks = len(boxed), len(fallthroughs)
+
+
+class Watch(TorchDispatchMode):
+    """Logs each operator that reaches the Python key, and which inputs carry the conj bit."""
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        bits = "".join("c" if isinstance(a, torch.Tensor) and a.is_conj() else
+                       "n" if isinstance(a, torch.Tensor) and a.is_neg() else ""
+                       for a in args)
+        self.log.append(f"{func.__name__.split('.')[0]}{'(' + bits + ')' if bits else ''}")
+        return func(*args, **(kwargs or {}))
+
+
+def watched(call):
+    with Watch() as w:
+        out = call()
+    return ", ".join(w.log), out
+
+
+z = torch.randn(3, 3, dtype=torch.complex64)
+zc = z.conj()
+conj_is_lazy = zc.is_conj() and zc.data_ptr() == z.data_ptr()
+conj_keys = str(torch._C._dispatch_keys(zc))  # private
+plus_log, plus_out = watched(lambda: zc + 1)
+mm_log, mm_out = watched(lambda: zc @ z)
+t_log, t_out = watched(lambda: zc.t())
+neg = zc.imag
+neg_keys = str(torch._C._dispatch_keys(neg))
+neg_mul_log, neg_mul_out = watched(lambda: neg * 2)
+results_right = (torch.allclose(plus_out, z.conj().resolve_conj() + 1)
+                 and torch.allclose(mm_out, z.conj().resolve_conj() @ z)
+                 and torch.allclose(neg_mul_out, -z.imag * 2))
+plus_clones_first = plus_log.startswith("clone(c), add")
+mm_takes_conj_input = mm_log == "mm(c)"
+view_keeps_bit = t_out.is_conj()
+
+conj_ops = [n for n in torch._C._dispatch_get_registrations_for_dispatch_key("Conjugate")
+            if n.startswith("aten::")]  # private
+n_conj_fallthrough_ops = sum(torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough(n, DK.Conjugate)
+                             for n in conj_ops)  # private
+with Watch():
+    include_in_mode = str(torch._C._dispatch_tls_local_include_set())  # private
+python_key_in_mode = "Python" in include_in_mode
+
+print(f"every operator inherits {n_boxed_fallbacks} boxed backend fallbacks and "
+      f"{n_fallthrough_fallbacks} fallthrough ones")
+n_autograd_fallbacks = sum(k.startswith("Autograd") for k, _ in boxed)
+boxed_text = ", ".join(k for k, _ in boxed if not k.startswith("Autograd")) + \
+    f" and {n_autograd_fallbacks} Autograd* keys"
+print(textwrap.fill(boxed_text, 96, initial_indent="  boxed: ", subsequent_indent="    "))
+files = dict(boxed)
+print(f"  (Conjugate: {files['Conjugate']}, Negative: {files['Negative']}, Python: {files['Python']},"
+      f" AutogradCPU: {files['AutogradCPU']})")
+print(textwrap.fill(", ".join(fallthroughs), 96, initial_indent="  fallthrough: ",
+                    subsequent_indent="    "))
+print(f"z.conj(): same memory, conj bit set: {conj_is_lazy}; keys {conj_keys}")
+print("below the Conjugate key a dispatch mode sees (c: input carries the conj bit):")
+print(f"  z.conj() + 1      -> {plus_log}")
+print(f"  z.conj() @ z      -> {mm_log}   (mm handles the bit itself)")
+print(f"  z.conj().t()      -> {t_log}   (a view: result keeps the bit: {view_keeps_bit})")
+print(f"z.conj().imag: keys {neg_keys}")
+print(f"  z.conj().imag * 2 -> {neg_mul_log}")
+print(f"results equal the eagerly resolved ones: {results_right}")
+print(f"{len(conj_ops)} aten ops register at Conjugate; {n_conj_fallthrough_ops} of them a fallthrough")
+print(f"inside a TorchDispatchMode the include set is {include_in_mode}")

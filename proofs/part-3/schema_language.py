@@ -1,0 +1,124 @@
+"""Every call becomes one operator overload, and its schema says what it reads, writes and aliases.
+
+First, which overload a Python call becomes: each call runs once under a TorchDispatchMode
+(torch/utils/_python_dispatch.py, an underscore module documented for extending PyTorch) that
+records the operator overloads that reach it; the header c10/core/TensorImpl.h, shipped with
+the package, is read for the note on wrapped numbers that explains why a + 1 is add.Tensor.
+Then the schema language itself: four aten schemas are parsed with torch._C.parse_schema and
+read argument by argument (type, keyword-only after the '*', alias set, whether the alias is
+written: 'Tensor(a!)'), and the parser is asked to accept "default" as an overload name.
+Last, a census of the aten schemas the dispatcher holds (private
+torch._C._dispatch_get_all_op_names and torch._C._jit_get_all_schemas), using the
+FunctionSchema fields declared in aten/src/ATen/core/function_schema.h. Private APIs are used
+as they are: if a later torch drops them, the script fails.
+"""
+import os
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+
+class OverloadLog(TorchDispatchMode):
+    """Records each operator overload that reaches the Python dispatch key, and its arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append((str(func), args))
+        return func(*args, **(kwargs or {}))
+
+
+def overloads_of(call):
+    with OverloadLog() as log:
+        call()
+    return log.seen
+
+
+a, b, out, m = torch.randn(4), torch.randn(4), torch.empty(4), torch.randn(3, 3)
+calls = {
+    "a + b": lambda: a + b,
+    "a + 1": lambda: a + 1,
+    "a.add_(b)": lambda: a.add_(b),
+    "torch.add(a, b, out=out)": lambda: torch.add(a, b, out=out),
+    "a.view(2, 2)": lambda: a.view(2, 2),
+    "a[0]": lambda: a[0],
+    "a.sum()": lambda: a.sum(),
+    "a.sum(0)": lambda: a.sum(0),
+    "m @ m": lambda: m @ m,
+}
+became = {label: overloads_of(call) for label, call in calls.items()}
+plus_overload = became["a + b"][0][0]
+plus_one_overload = became["a + 1"][0][0]
+plus_scalar_is_tensor_overload = plus_one_overload == "aten.add.Tensor"
+# The header the package ships explains it: the number is wrapped into a 0-dim tensor.
+TENSOR_IMPL_H = os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "TensorImpl.h")
+number_wrapping_in_header = "is_wrapped_number_" in open(TENSOR_IMPL_H).read()
+matmul_overload = became["m @ m"][0][0]
+
+print("call                      -> operator overload (what a TorchDispatchMode saw)")
+for label, seen in became.items():
+    print(f"  {label:24s}-> {', '.join(name for name, _ in seen)}")
+
+
+def describe(arg):
+    """One argument of a schema: name, type, keyword-only, alias set and whether it is written."""
+    alias = arg.alias_info
+    tag = "" if alias is None else f" alias {'|'.join(sorted(alias.before_set))}" + (
+        " written" if alias.is_write else " (view)")
+    return f"{arg.name}: {arg.type}{' kw-only' if arg.kwarg_only else ''}{tag}"
+
+
+examples = ["aten::add.Tensor", "aten::add_.Tensor", "aten::add.out", "aten::view"]
+schemas = {}
+for name in examples:
+    packet, _, overload = name[len("aten::"):].partition(".")
+    schema = getattr(getattr(torch.ops.aten, packet), overload or "default")._schema
+    schemas[name] = torch._C.parse_schema(str(schema))  # the text parses back to the same schema
+print(f"a + 1 is add.Tensor (c10/core/TensorImpl.h: numbers are wrapped into tensors): "
+      f"{plus_scalar_is_tensor_overload and number_wrapping_in_header}")
+print("schemas, argument by argument:")
+for name, schema in schemas.items():
+    print(f"  {schema}")
+    print(f"      {'; '.join(describe(arg) for arg in schema.arguments)}")
+add_out_schema = str(schemas["aten::add.out"])
+view_schema = str(schemas["aten::view"])
+out_arg = schemas["aten::add.out"].arguments[-1]
+out_is_kwonly_written = out_arg.kwarg_only and out_arg.alias_info.is_write
+view_is_alias_not_write = (schemas["aten::view"].arguments[0].alias_info is not None
+                           and not schemas["aten::view"].arguments[0].alias_info.is_write)
+add_inplace_mutable = schemas["aten::add_.Tensor"].is_mutable
+add_mutable = schemas["aten::add.Tensor"].is_mutable
+
+view_overload_name = repr(schemas["aten::view"].overload_name)
+try:  # the parser keeps "default" for torch.ops' name of the empty overload
+    torch._C.parse_schema("mylib::f.default(Tensor x) -> Tensor")
+    default_is_illegal_overload = False
+except RuntimeError:
+    default_is_illegal_overload = True
+print(f"aten::view's overload name is {view_overload_name}, shown as aten.view.default; "
+      f"'default' refused as a name: {default_is_illegal_overload}")
+
+registered = set(torch._C._dispatch_get_all_op_names())  # private
+
+
+def full_name(s):
+    return f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+
+
+aten = [s for s in torch._C._jit_get_all_schemas()  # private
+        if full_name(s) in registered and s.name.startswith("aten::")]
+n_aten_schemas = len(aten)
+n_base_names = len({s.name for s in aten})
+n_mutable = sum(s.is_mutable for s in aten)
+n_out = sum(any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+                for a in s.arguments) for s in aten)
+n_views = sum(not s.is_mutable and any(a.alias_info is not None for a in s.arguments) for s in aten)
+n_kwarg_only = sum(any(a.kwarg_only for a in s.arguments) for s in aten)
+n_symint = sum("SymInt" in str(s) for s in aten)
+print(f"census of {n_aten_schemas} aten schemas ({n_base_names} names, so "
+      f"{n_aten_schemas / n_base_names:.1f} overloads per name):")
+print(f"  write an argument (a '!'): {n_mutable}, of them out= variants: {n_out}")
+print(f"  views (alias, no '!'): {n_views}; keyword-only arguments: {n_kwarg_only}; "
+      f"SymInt: {n_symint}")

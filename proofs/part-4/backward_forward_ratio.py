@@ -1,0 +1,90 @@
+"""For a linear layer, backward costs about two forwards: one matrix product for the input's gradient, one for the weight's.
+
+Times y = F.linear(x, W, b) and then y.backward(g) for a batch of 256 and square layers of
+width 32 to 1024, float32, one thread. Backward is timed twice: with x requiring grad (the
+engine computes both grad x = g W and grad W = g^T x) and with x a plain input, as for a
+network's first layer (AddmmBackward0 then skips grad x). .grad is reset to None before each
+backward. Each number is the minimum of 8 runs, the three measurements interleaved, each
+width warmed up by one untimed call before it is measured. Times are CPU time of the calling
+thread (time.thread_time_ns), which does all the work here (one intra-op thread, and on the
+CPU backward runs on the thread that calls it), so a busy machine's other processes are not
+counted.
+"""
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+BATCH = 256
+WIDTHS = [32, 64, 128, 256, 512, 1024]
+RUNS = 8
+
+
+def measure(width, x_needs_grad):
+    """(forward ms, backward ms) for one layer of this width."""
+    w = torch.randn(width, width, requires_grad=True)
+    b = torch.randn(width, requires_grad=True)
+    x = torch.randn(BATCH, width, requires_grad=x_needs_grad)
+    g = torch.randn(BATCH, width)
+    start = time.thread_time_ns()
+    y = F.linear(x, w, b)
+    middle = time.thread_time_ns()
+    y.backward(g)
+    end = time.thread_time_ns()
+    return (middle - start) / 1e6, (end - middle) / 1e6
+
+
+fwd = {w: float("inf") for w in WIDTHS}
+bwd = {(w, k): float("inf") for w in WIDTHS for k in (True, False)}
+for _ in range(RUNS):
+    for w in WIDTHS:
+        measure(w, True)  # warm-up at this width, untimed
+        for needs in (True, False):
+            f_ms, b_ms = measure(w, needs)
+            fwd[w] = min(fwd[w], f_ms)
+            bwd[w, needs] = min(bwd[w, needs], b_ms)
+
+wide = max(WIDTHS)
+ratio_with_input_grad = {w: bwd[w, True] / fwd[w] for w in WIDTHS}
+ratio_without_input_grad = {w: bwd[w, False] / fwd[w] for w in WIDTHS}
+forward_ms = fwd[wide]
+backward_ms = bwd[wide, True]
+backward_first_layer_ms = bwd[wide, False]
+ratio_wide = ratio_with_input_grad[wide]
+ratio_wide_first_layer = ratio_without_input_grad[wide]
+ratio_narrow = ratio_with_input_grad[min(WIDTHS)]
+gflop_forward = 2 * BATCH * wide * wide / 1e9
+
+print(f"F.linear(x, W, b), batch {BATCH}, square W, float32, one thread; min of {RUNS} runs")
+print(f"{'width':>6s} {'forward ms':>11s} {'backward ms':>12s} {'ratio':>6s}"
+      f" {'bwd, x plain':>13s} {'ratio':>6s}")
+for w in WIDTHS:
+    print(f"{w:>6d} {fwd[w]:>11.3f} {bwd[w, True]:>12.3f} {ratio_with_input_grad[w]:>6.2f}"
+          f" {bwd[w, False]:>13.3f} {ratio_without_input_grad[w]:>6.2f}")
+print(f"at width {wide} ({gflop_forward:.2f} GFLOP forward): backward / forward ="
+      f" {ratio_wide:.2f} with grad x, {ratio_wide_first_layer:.2f} without")
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
+left.loglog(WIDTHS, [fwd[w] for w in WIDTHS], "o-", color="C0", label="forward")
+left.loglog(WIDTHS, [bwd[w, True] for w in WIDTHS], "s-", color="C3", label="backward")
+left.loglog(WIDTHS, [bwd[w, False] for w in WIDTHS], "x--", color="C1",
+            label="backward, x needs no grad")
+left.set_xlabel("layer width")
+left.set_ylabel("time (ms)")
+left.set_title("Time per call")
+left.legend(fontsize=8)
+right.semilogx(WIDTHS, [ratio_with_input_grad[w] for w in WIDTHS], "s-", color="C3",
+               label="backward / forward")
+right.semilogx(WIDTHS, [ratio_without_input_grad[w] for w in WIDTHS], "x--", color="C1",
+               label="same, x needs no grad")
+right.axhline(2, color="C7", linestyle=":", linewidth=1)
+right.axhline(1, color="C7", linestyle=":", linewidth=1)
+right.set_xlabel("layer width")
+right.set_ylabel("backward time / forward time")
+right.set_title("The ratio")
+right.legend(fontsize=8)
+fig.suptitle(f"A linear layer, batch {BATCH}: backward against forward")
+plt.show()
