@@ -31,7 +31,8 @@ from proof_launchers import Job, Raw, SpawnLauncher, WarmLauncher
 
 SPAWN, WARM = SpawnLauncher(), WarmLauncher()
 atexit.register(WARM.close)
-_TIMING = re.compile(r"\b(?:timeit|perf_counter(?:_ns)?|process_time|monotonic|time\.time|benchmark|enable_timing)\b")
+_TIMING = re.compile(
+    r"\b(?:timeit|(?:perf_counter|process_time|thread_time|monotonic)(?:_ns)?|time\.time|benchmark|enable_timing)\b")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _MARKER = re.compile(r"^#\s*proof:\s*(?P<name>[a-z-]+)\b[ \t]*(?P<argument>[^\n]*?)\s*$", re.MULTILINE)
 

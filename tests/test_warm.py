@@ -27,6 +27,8 @@ def test_warm_runs_fork_a_preloaded_interpreter_unless_marked_cold(tmp_path):
 def test_runs_alone_when_it_times_things():
     assert proof_launch.runs_alone("import timeit\n")
     assert proof_launch.runs_alone("t = time.perf_counter()\n")
+    assert all(proof_launch.runs_alone(f"t = time.{clock}()\n") for clock in (
+        "perf_counter_ns", "process_time_ns", "thread_time", "thread_time_ns", "monotonic_ns", "time"))
     assert not proof_launch.runs_alone("import torch\nprint(torch.ones(1))\n")
     assert proof_launch.runs_alone("# proof: alone\nx = 1\n")
     assert not proof_launch.runs_alone("# proof: side-by-side\nimport timeit\n")

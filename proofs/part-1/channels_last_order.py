@@ -45,10 +45,10 @@ print(f"channels_last tensor: is_contiguous() {cl_is_contiguous}, "
       f"is_contiguous(memory_format=torch.channels_last) {cl_is_channels_last}")
 
 # With one channel, or one pixel, both stride orders describe the same bytes.
-one_channel = torch.zeros(1, 1, 4, 4)
-ambiguous_both = (one_channel.is_contiguous()
-                  and one_channel.is_contiguous(memory_format=torch.channels_last))
-print(f"a 1x1x4x4 tensor is contiguous in both formats at once: {ambiguous_both}")
+one_channel, one_pixel = torch.zeros(1, 1, 4, 4), torch.zeros(2, 3, 1, 1)
+ambiguous_both = all(t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
+                     for t in (one_channel, one_pixel))
+print(f"a 1x1x4x4 and a 2x3x1x1 tensor are contiguous in both formats at once: {ambiguous_both}")
 
 # The layout travels through operations.
 relu_keeps = torch.relu(cl).stride() == cl.stride()

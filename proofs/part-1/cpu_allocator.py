@@ -21,7 +21,8 @@ INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")
 with open(os.path.join(INCLUDE, "c10", "core", "alignment.h"), encoding="utf-8") as f:
     alignment_h = f.read()
 header_alignment = int(re.search(r"constexpr size_t gAlignment = (\d+);", alignment_h.split("#else")[1])[1])
-thp_threshold_mib = 2 if "gAlloc_threshold_thp = static_cast<size_t>(2) * 1024 * 1024" in alignment_h else 0
+thp_threshold_mib = int(re.search(r"gAlloc_threshold_thp = static_cast<size_t>\((\d+)\) \* 1024 \* 1024",
+                                  alignment_h)[1])
 with open(os.path.join(INCLUDE, "c10", "core", "impl", "alloc_cpu.h"), encoding="utf-8") as f:
     alloc_cpu_h = f.read()
 alloc_and_free_declared = "void* alloc_cpu(size_t nbytes)" in alloc_cpu_h and "void free_cpu(void* data)" in alloc_cpu_h
@@ -71,10 +72,10 @@ fresh_vs_reused_mid = fresh[mid_mib * 1024] / reuse[mid_mib * 1024]
 fresh_vs_reused_big = fresh[big_mib * 1024] / reuse[big_mib * 1024]
 fresh_big_ms = fresh[big_mib * 1024] / 1e3
 reused_big_ms = reuse[big_mib * 1024] / 1e3
-# The knee: the smallest size from which on every fresh block cost over 3x a reused one.
+# The knee: the smallest size from which on every fresh block cost over 2x a reused one.
 knee_mib = next((k / 1024 for i, k in enumerate(SIZES_KIB)
-                 if all(fresh[j] > 3 * reuse[j] for j in SIZES_KIB[i:])), float("nan"))
-print(f"fresh blocks cost over 3x reused ones from {knee_mib:g} MiB on")
+                 if all(fresh[j] > 2 * reuse[j] for j in SIZES_KIB[i:])), float("nan"))
+print(f"fresh blocks cost over 2x reused ones from {knee_mib:g} MiB on")
 
 fig, ax = plt.subplots(figsize=(8, 4))
 mib = [k / 1024 for k in SIZES_KIB]

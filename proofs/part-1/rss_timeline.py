@@ -44,6 +44,9 @@ for i in range(CHUNKS):
     x[i * chunk:(i + 1) * chunk].fill_(1.0)  # first touch of these pages
     sample("x.fill_ in 16 chunks" if i == CHUNKS - 1 else "")
 rss_filled_mib = samples[-1][1]
+chunk_rss = [rss for _, rss, _ in samples[-CHUNKS:]]
+rises_each_chunk = all(b - a > 0.5 * tensor_mib / CHUNKS
+                       for a, b in zip([rss_empty_mib] + chunk_rss, chunk_rss))
 s = x[:1]
 rss_sliced_mib = sample("s = x[:1]")
 del x

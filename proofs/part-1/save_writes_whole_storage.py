@@ -46,6 +46,7 @@ one_view_kib = view_sizes[0] / 1024
 one_clone_kib = clone_sizes[0] / 1024
 view_to_clone_ratio = view_sizes[0] / clone_sizes[0]
 view_size_flat = max(view_sizes) < 1.01 * min(view_sizes)
+clone_grows = clone_sizes[-1] > 100 * clone_sizes[0]
 slice_bytes_one = base[:1].numel() * base.element_size()
 print(f"base: {N:,} float32 = {storage_bytes / 2**20:.0f} MiB of storage")
 print(f"{'slice elements':>15}{'slice bytes':>13}{'view file':>12}{'clone file':>12}")

@@ -1,8 +1,8 @@
 """A storage lives while anything refers to it: a one-element slice, a saved tensor or a NumPy array keeps all of it.
 
 Each scenario makes a 64 MiB float32 tensor, takes a weak reference to its storage
-(torch.multiprocessing.reductions.StorageWeakRef, which wraps the private
-UntypedStorage._weak_ref and _expired), drops the name of the big tensor, and asks whether
+(torch.multiprocessing.reductions.StorageWeakRef, which wraps the private storage
+methods _weak_ref and _expired), drops the name of the big tensor, and asks whether
 the storage is still alive and how many bytes it holds. The holders: a 1-element slice, its
 clone(), a tensor saved by autograd for backward (checked through the node's private
 _saved_self), and an array from .numpy(). Works on any platform: it asks PyTorch, not the

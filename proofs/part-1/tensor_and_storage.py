@@ -11,8 +11,10 @@ the size bound on TensorImpl (c10/core/TensorImpl.h), the inline room for sizes 
 and the Python object THPVariable (torch/csrc/autograd/python_variable.h). A missing private
 API or header raises.
 """
+import gc
 import os
 import re
+import weakref
 
 import torch
 
@@ -45,7 +47,10 @@ refs_three_views = refs[3][1]
 refs_after_del = refs[4][1]
 # The Python storage object that untyped_storage() made is one of the references: once
 # made, PyTorch keeps it alive for as long as C++ holds the storage, and hands it out again.
-storage_pyobject_kept = id(x.untyped_storage()) == id(x.untyped_storage())
+# A weak reference, the only one Python holds, still finds it, and it is the object handed out.
+storage_weakref = weakref.ref(x.untyped_storage())
+gc.collect()
+storage_pyobject_kept = storage_weakref() is not None and storage_weakref() is x.untyped_storage()
 
 tensors = {"x": x, "xt": xt, "flat": flat, "x[5:]": x[5:]}
 # Addresses differ from run to run: name each distinct object by the order it first appears.

@@ -41,6 +41,7 @@ final = steps[-1][1]
 view_shares_counter = final["x"] == final["x[1:]"] == final["x.detach()"]
 data_has_own_counter = final["x.data"] == 1 and final["x"] == 4
 no_grad_still_bumps = steps[3][1]["x"] == steps[2][1]["x"] + 1
+out_still_bumps = steps[4][1]["x"] == steps[3][1]["x"] + 1
 writes_counted = final["x"]
 
 with torch.inference_mode():

@@ -1,13 +1,13 @@
 """Meta tensors carry shapes and no data: a model far larger than memory is built in a blink.
 
 Builds the same model, four nn.Linear(d, d) layers, on the CPU and on the "meta" device for
-widths d from 64 up, and times construction (time.perf_counter_ns; the minimum of 3 builds
-for meta and for the smaller CPU models, 1 for the largest). On the CPU each parameter is
+widths d from 64 up, and times construction (time.perf_counter_ns; the minimum of 5 builds
+for meta, of 3 for the smaller CPU models, 1 for the largest). On the CPU each parameter is
 allocated and filled by its initializer; on meta the same calls reach the Meta key's kernels,
 which compute output shapes and allocate nothing. The largest meta model is then run forward
 on a meta batch: the output's shape comes back, with no arithmetic done. One intra-op thread.
-Reads the machine's memory with os.sysconf (POSIX); where that is missing, the comparison
-with memory is reported as unknown.
+Reads the machine's memory with os.sysconf (POSIX); where that is missing, the memory is
+taken as unknown and the model-to-memory ratio comes out as 0.
 """
 import os
 import time
@@ -34,7 +34,7 @@ build_ms(64, "meta"), build_ms(64, "cpu")  # warm-up
 cpu_widths = [64, 128, 256, 512, 1024, 2048, 4096]
 meta_widths = [64 << i for i in range(14)]  # up to 524,288
 cpu = {w: min(build_ms(w, "cpu")[0] for _ in range(3 if w < 4096 else 1)) for w in cpu_widths}
-meta = {w: min(build_ms(w, "meta")[0] for _ in range(3)) for w in meta_widths}
+meta = {w: min(build_ms(w, "meta")[0] for _ in range(5)) for w in meta_widths}
 n_params = {w: LAYERS * (w * w + w) for w in meta_widths}
 
 largest = meta_widths[-1]

@@ -95,8 +95,8 @@ view_overload_name = repr(schemas["aten::view"].overload_name)
 try:  # the parser keeps "default" for torch.ops' name of the empty overload
     torch._C.parse_schema("mylib::f.default(Tensor x) -> Tensor")
     default_is_illegal_overload = False
-except RuntimeError:
-    default_is_illegal_overload = True
+except RuntimeError as err:  # refused, and for that reason (not some other parse error)
+    default_is_illegal_overload = "not a legal overload name" in str(err)
 print(f"aten::view's overload name is {view_overload_name}, shown as aten.view.default; "
       f"'default' refused as a name: {default_is_illegal_overload}")
 

@@ -9,7 +9,8 @@ Sequence numbers are read with the private Node._sequence_nr(); the script raise
 gone. Then it runs backward with a pre-hook and a hook on every node (register_prehook,
 register_hook), recording the thread id and the calling thread's CPU time
 (time.thread_time_ns, so that time given to other processes on a busy machine does not
-stretch the timeline), and compares.
+stretch the timeline; one intra-op thread, torch.set_num_threads(1), so that thread does all
+the work), and compares.
 """
 import heapq
 import threading

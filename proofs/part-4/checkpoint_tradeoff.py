@@ -7,7 +7,7 @@ saved_tensors_hooks pack hook records the storage of every tensor saved for back
 script adds up the distinct storages that are neither a parameter nor the input. (Inside a
 checkpointed block, checkpoint's own hooks take over and save placeholders; save_on_cpu's pack
 hook is wrapped so the tensor it returns is the one counted.) Time: one forward plus backward,
-minimum of 4 runs per depth, the three variants interleaved, one thread, measured as that
+minimum of 6 runs per depth, the three variants interleaved, one thread, measured as that
 thread's CPU time (time.thread_time_ns) so other processes on a busy machine do not count.
 """
 import time
@@ -22,7 +22,7 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 BATCH, WIDTH, HIDDEN = 64, 256, 1024
 DEPTHS = [1, 2, 4, 8]
-RUNS = 4
+RUNS = 6
 VARIANTS = ["plain", "checkpoint", "save_on_cpu"]
 
 params = [((torch.randn(HIDDEN, WIDTH) * WIDTH**-0.5).requires_grad_(),

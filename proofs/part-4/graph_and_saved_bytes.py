@@ -2,7 +2,8 @@
 
 Runs linear -> gelu -> linear -> cross_entropy on a batch of 64, walks loss.grad_fn through
 next_functions, and reads what each node saved from its _saved_* attributes (private but
-long-lived; the script raises if a node has none where one is expected). Each saved tensor is
+long-lived; the script raises if no node exposes any), taking the nodes in forward order by the
+private Node._sequence_nr() (an AttributeError if it is gone). Each saved tensor is
 sorted by what its storage is: a parameter or the input batch (alive anyway), a new activation
 (memory the graph alone keeps alive), or one already counted (a second reference to the same
 storage). A torch.autograd.graph.saved_tensors_hooks pack hook counts the same bytes

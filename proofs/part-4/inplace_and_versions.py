@@ -2,9 +2,10 @@
 
 sigmoid saves its output; the script then writes into that output in place in five ways and
 calls backward each time: through the tensor itself, through a view, through .detach(),
-through .data, and inside torch.autograd.graph.saved_tensors_hooks. It reads the version
+through .data, and inside torch.autograd.graph.saved_tensors_hooks; as a control, it also
+writes into a copy made out of place. It reads the version
 counter with the private Tensor._version (it raises if the attribute is gone), records which
-writes backward caught (catching only the RuntimeError it expects, and printing its message),
+writes backward caught (catching RuntimeError only, and printing the message),
 and compares each gradient with the true one, sigmoid(x) * (1 - sigmoid(x)).
 """
 import torch

@@ -1,0 +1,157 @@
+"""An elementwise kernel uses a second thread only above GRAIN_SIZE elements, whatever set_num_threads says.
+
+Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
+torch.sigmoid(x, out=y) on float32 tensors from 1K to 128K elements with one thread and with
+two, interleaved (1, 2, 1, 2... and every size in each round), keeping the minimum of 15
+short batches of calls after a warm-up round. It also counts the threads that did work
+during 0.3 s of calls with two threads allowed, from each thread's CPU time in
+/proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle OpenMP worker spins a little before it sleeps; that counts as
+work, and it only happens to a worker that was woken. Two threads can only be faster on two
+free cores, so while it times, the script also reads how much CPU the rest of the machine
+used (/proc/stat minus its own CPU time; Linux) and reports the cores left free. On a machine
+with a single core two threads cannot run at once, so only the below-the-grain half of the
+story can show there.
+"""
+import os
+import re
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+HEADER = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "TensorIterator.h")
+found = re.search(r"constexpr int64_t GRAIN_SIZE = (\d+);", open(HEADER, encoding="utf-8").read())
+if found is None:
+    raise RuntimeError(f"GRAIN_SIZE not found in {HEADER}: the header changed")
+grain_size = int(found.group(1))
+cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+SIZES = sorted({1 << 10, 1 << 12, 1 << 14, 3 << 13, grain_size, grain_size + 1,
+                5 << 13, 1 << 16, 3 << 15, 1 << 17})
+REPS = 15
+
+
+def batch_us(fn, calls):
+    """Mean time of one call over a batch of `calls` calls, in µs."""
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - t0) / calls / 1e3
+
+
+def one_vs_two(sizes):
+    """{n: (µs with 1 thread, µs with 2 threads)} for sigmoid on n floats: min of REPS rounds.
+
+    Each round times every size, one thread then two, so the REPS tries of one size are
+    spread over the whole run: a burst of activity elsewhere on the machine spoils a few
+    tries of each size, not all the tries of one."""
+    work = {}
+    for n in sizes:
+        x, y = torch.rand(n), torch.empty(n)
+        work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(2, min(100, 200_000 // n)))
+    best = {n: {1: float("inf"), 2: float("inf")} for n in sizes}
+    for rep in range(REPS + 1):  # round 0 is the warm-up
+        for n, (fn, calls) in work.items():
+            for threads in (1, 2):
+                torch.set_num_threads(threads)
+                t = batch_us(fn, calls)
+                if rep:
+                    best[n][threads] = min(best[n][threads], t)
+    return {n: (b[1], b[2]) for n, b in best.items()}
+
+
+def thread_cpu_ticks():
+    """{thread id: user+system CPU time in clock ticks} for this process's threads (Linux /proc)."""
+    ticks = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        ticks[tid] = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
+
+
+def threads_working(n, window_s=0.3):
+    """How many threads did work while sigmoid ran on n floats with two threads allowed.
+
+    On Linux: threads whose CPU time grew by at least a quarter of the busiest one's, read per
+    thread from /proc (10 ms ticks, hence a 0.3 s window). Elsewhere: process CPU time divided
+    by wall time, rounded."""
+    torch.set_num_threads(2)
+    x, y = torch.rand(n), torch.empty(n)
+    torch.sigmoid(x, out=y)
+    time.sleep(0.05)  # let idle OpenMP workers stop spinning from earlier work
+    linux = os.path.isdir("/proc/self/task")
+    before = thread_cpu_ticks() if linux else None
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    while time.perf_counter() - wall0 < window_s:
+        for _ in range(10):
+            torch.sigmoid(x, out=y)
+    if not linux:
+        return round((time.process_time() - cpu0) / (time.perf_counter() - wall0))
+    grown = [t - before.get(tid, 0) for tid, t in thread_cpu_ticks().items()]
+    return sum(g >= 0.25 * max(grown) for g in grown)
+
+
+def machine_busy_ticks():
+    """CPU time used by everything on the machine, in clock ticks, from /proc/stat (Linux)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
+# Time the sizes, and meanwhile measure how much CPU other programs took (Linux only; elsewhere
+# assume none): two threads can only run at once on cores nobody else is using.
+linux = os.path.exists("/proc/stat")
+wall0, ours0 = time.perf_counter(), time.process_time()
+busy0 = machine_busy_ticks() if linux else 0
+results = one_vs_two(SIZES)
+wall = time.perf_counter() - wall0
+ours = time.process_time() - ours0
+others = (machine_busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - ours if linux else 0.0
+free_cores = max(0.0, min(cores, cores - others / wall))  # cores left to us, on average
+speedup = {n: t1 / t2 for n, (t1, t2) in results.items()}
+speedup_at_grain = speedup[grain_size]          # exactly GRAIN_SIZE elements: one thread
+speedup_just_above = speedup[grain_size + 1]    # one more element: split in two
+speedup_above = speedup[1 << 16]                # twice the grain
+speedup_big = speedup[1 << 17]
+threads_working_below = threads_working(grain_size)
+threads_working_above = threads_working(1 << 16)
+torch.set_num_threads(1)
+
+print(f"GRAIN_SIZE in ATen/TensorIterator.h: {grain_size:,} elements; cores available: {cores}")
+print(f"torch.sigmoid(x, out=y), float32, min of {REPS} batches, 1 vs 2 threads interleaved")
+print(f"{'elements':>10}{'1 thread µs':>13}{'2 threads µs':>14}{'speedup':>9}")
+for n in SIZES:
+    t1, t2 = results[n]
+    mark = "  <- GRAIN_SIZE" if n == grain_size else ""
+    print(f"{n:>10,}{t1:>13.1f}{t2:>14.1f}{speedup[n]:>8.2f}x{mark}")
+print(f"cores left free by other programs while it was timed: {free_cores:.1f} of {cores}")
+print(f"threads that did work, 2 allowed: {threads_working_below} at {grain_size:,} elements, "
+      f"{threads_working_above} at {1 << 16:,}")
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.8), width_ratios=[3, 2])
+ns = list(SIZES)
+ax1.plot(ns, [results[n][0] * 1e3 / n for n in ns], "o-", color="C0", label="1 thread")
+ax1.plot(ns, [results[n][1] * 1e3 / n for n in ns], "s-", color="C1", label="2 threads allowed")
+ax1.axvline(grain_size, ls=":", color="C7")
+ax1.annotate(f"GRAIN_SIZE = {grain_size:,}", (grain_size, ax1.get_ylim()[1]),
+             textcoords="offset points", xytext=(4, -12), fontsize=9)
+ax1.set_xscale("log", base=2)
+ax1.set_yscale("log")
+ax1.set_xlabel("elements (log scale)")
+ax1.set_ylabel("time per element (ns)")
+ax1.set_title("sigmoid: one thread until the grain")
+ax1.legend(frameon=False, loc="lower left")
+ax2.plot(ns, [speedup[n] for n in ns], "o-", color="C2")
+ax2.axvline(grain_size, ls=":", color="C7")
+ax2.axhline(1, color="C7", lw=0.8)
+ax2.set_xscale("log", base=2)
+ax2.set_xlabel("elements (log scale)")
+ax2.set_ylabel("speedup with 2 threads")
+ax2.set_title(f"{free_cores:.1f} of {cores} core(s) free")
+fig.suptitle("at::parallel_for splits the loop only above GRAIN_SIZE")
+fig.tight_layout()
+plt.show()

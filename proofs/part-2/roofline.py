@@ -1,0 +1,102 @@
+"""Elementwise add is capped by memory bandwidth; matrix products (BLAS) and convolutions (oneDNN) are capped by arithmetic.
+
+A roofline-style picture: each operation is placed by its arithmetic intensity (floating
+point operations per byte it must move at the least) and the GFLOP/s it reached. add does
+1 operation per 12 bytes; an n x n matrix product does 2n^3 operations on 12n^2 bytes; a
+3x3 convolution of a batch of 8 64-channel 56x56 images with 64 filters does about 1.8
+GFLOP on 13 MB. add runs through TensorIterator; torch.mm leaves it for the BLAS library
+torch was built with (named by torch.__config__.show()), conv2d for oneDNN. The roofs: the
+bandwidth add reached out of cache, and the best matrix product rate. One thread, each
+time the minimum of 5 batches after a warm-up, measured as the calling thread's CPU time
+(time.thread_time_ns), which a busy neighbour cannot inflate: with one thread, BLAS and
+oneDNN run on the calling thread too.
+"""
+# proof: alone
+import re
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+config = torch.__config__.show()
+blas_info = re.search(r"BLAS_INFO=(\w+)", config).group(1) if "BLAS_INFO=" in config else "unknown"
+
+
+def min_ns(fn, reps=5):
+    fn()
+    t0 = time.thread_time_ns()
+    fn()
+    one = max(time.thread_time_ns() - t0, 1)
+    calls = max(1, min(300, int(2e6 / one)))  # batches of about 2 ms
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.thread_time_ns()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.thread_time_ns() - t0) / calls)
+    return best
+
+
+points = {}  # name -> (flop per byte, GFLOP/s)
+ADD = {"add, in cache": 1 << 18, "add, out of cache": 1 << 24}
+for name, n in ADD.items():
+    a, b, c = torch.rand(n), torch.rand(n), torch.empty(n)
+    points[name] = (1 / 12, n / min_ns(lambda: torch.add(a, b, out=c)))  # noqa: B023
+MM = [8, 16, 32, 64, 128, 256, 512, 1024]
+mm_gflops = {}
+for n in MM:
+    a, b, c = torch.rand(n, n), torch.rand(n, n), torch.empty(n, n)
+    mm_gflops[n] = 2 * n**3 / min_ns(lambda: torch.mm(a, b, out=c))  # noqa: B023
+    points[f"mm {n}"] = (2 * n**3 / (12 * n * n), mm_gflops[n])
+x, w = torch.rand(8, 64, 56, 56), torch.rand(64, 64, 3, 3)
+conv_flop = 2 * 8 * 64 * 56 * 56 * 64 * 9
+conv_bytes = 4 * (x.numel() + w.numel() + x.numel())
+conv_gflops = conv_flop / min_ns(lambda: F.conv2d(x, w, padding=1))
+points["conv2d 3x3"] = (conv_flop / conv_bytes, conv_gflops)
+
+add_gflops_cache = points["add, in cache"][1]
+add_gflops_dram = points["add, out of cache"][1]
+add_gbs_dram = 12 * add_gflops_dram
+add_gbs_cache = 12 * add_gflops_cache
+mm_best_n = max(mm_gflops, key=mm_gflops.get)
+mm_gflops_best = mm_gflops[mm_best_n]
+mm_gflops_small = mm_gflops[16]
+mm_vs_add = mm_gflops_best / add_gflops_dram
+conv_vs_add = conv_gflops / add_gflops_dram
+
+print(f"BLAS library (torch.__config__.show()): {blas_info}; oneDNN available: "
+      f"{torch.backends.mkldnn.is_available()}; 1 thread")
+print(f"{'operation':<20}{'FLOP/byte':>11}{'GFLOP/s':>10}")
+for name, (ai, gf) in points.items():
+    print(f"{name:<20}{ai:>11.3f}{gf:>10.1f}")
+print(f"add moves {add_gbs_cache:.0f} GB/s in cache, {add_gbs_dram:.0f} GB/s out of it; the best "
+      f"matrix product ({mm_best_n}) computes {mm_vs_add:.0f}x add's GFLOP/s")
+
+fig, ax = plt.subplots(figsize=(8, 4.4))
+grid = [0.03 * 1.2**k for k in range(50)]
+ax.plot(grid, [min(a * add_gbs_dram, mm_gflops_best) for a in grid], "-", color="C7", lw=1,
+        label=f"roofs: {add_gbs_dram:.0f} GB/s x intensity, {mm_gflops_best:.0f} GFLOP/s")
+ax.plot(grid, [min(a * add_gbs_cache, mm_gflops_best) for a in grid], "--", color="C7", lw=0.8,
+        label=f"in cache: {add_gbs_cache:.0f} GB/s x intensity")
+mm_pts = [points[f"mm {n}"] for n in MM]
+ax.plot([p[0] for p in mm_pts], [p[1] for p in mm_pts], "o-", color="C1", label=f"torch.mm n x n ({blas_info})")
+for n, (ai, gf) in zip(MM, mm_pts):
+    if n in (8, 64, 1024):
+        ax.annotate(f"n={n}" + (": the toll" if n == 8 else ""), (ai, gf), textcoords="offset points",
+                    xytext=(5, -12), fontsize=8)
+for i, name in enumerate(ADD):
+    ai, gf = points[name]
+    ax.plot([ai], [gf], "s", color="C0", ms=7, label=name if i == 0 else None)
+    ax.annotate(name, (ai, gf), textcoords="offset points", xytext=(8, -3), fontsize=8)
+ax.plot([points["conv2d 3x3"][0]], [conv_gflops], "D", color="C2", ms=7, label="conv2d (oneDNN)")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log scale)")
+ax.set_ylabel("GFLOP/s (one thread)")
+ax.set_title("Memory-bound add, compute-bound mm and conv2d")
+ax.legend(frameon=False, loc="upper left", fontsize=8)
+fig.tight_layout()
+plt.show()
