@@ -6,9 +6,10 @@ kernel for aten::add.Tensor, whatever the dtype. The script then calls ten opera
 the result came back in another (type promotion, or an integer sum widened to int64), a
 NotImplementedError whose text is the default case of the switch in
 torch/headeronly/core/Dispatch.h ('"NAME" not implemented for 'TYPE''), or another error.
-Last, bfloat16: kernels compute in at::opmath_type, float for bfloat16
-(ATen/OpMathType.h, read from the installed headers), so addcmul on 1M bfloat16 values
-rounds once, where two separate bfloat16 operations round twice.
+Last, bfloat16: many kernels compute in at::opmath_type, float for bfloat16
+(ATen/OpMathType.h, read from the installed headers); addcmul on 1M bfloat16 values is
+compared with float32 arithmetic rounded once to bfloat16, and so is c + a * b, two
+separate bfloat16 operations that round twice.
 """
 import os
 import re
@@ -58,6 +59,7 @@ for name, fn in OPS.items():
             messages.setdefault(ERROR, []).append(f"{name}, {str(dtype)[6:]}: {err}")
     grid.append(row)
 n_not_implemented = len(messages.get(NOT_IMPLEMENTED, []))
+n_other_errors = len(messages.get(ERROR, []))
 all_from_switch = all(SWITCH_MESSAGE.match(m) for m in messages.get(NOT_IMPLEMENTED, []))
 add_uint16_error = next(m for m in messages[NOT_IMPLEMENTED] if "UInt16" in m and "add" in m)
 

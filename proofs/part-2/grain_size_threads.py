@@ -3,7 +3,9 @@
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
 torch.sigmoid(x, out=y) on float32 tensors from 1K to 128K elements with one thread and with
 two, interleaved (1, 2, 1, 2... and every size in each round), keeping the minimum of 15
-short batches of calls after a warm-up round. It also counts the threads that did work
+short batches of calls after a warm-up round. These are wall times (time.perf_counter_ns):
+the point is how long the caller waits, and with two threads the work is spread over two
+clocks. It also counts the threads that did work
 during 0.3 s of calls with two threads allowed, from each thread's CPU time in
 /proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle OpenMP worker spins a little before it sleeps; that counts as
 work, and it only happens to a worker that was woken. Two threads can only be faster on two

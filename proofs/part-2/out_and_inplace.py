@@ -73,6 +73,7 @@ func_vs_out_small = functional_small_us / out_small_us
 func_vs_out_mid = functional_mid_us / out_mid_us
 func_vs_out_big = functional_big_us / out_big_us
 out_vs_inplace_mid = out_mid_us / inplace_mid_us
+out_vs_inplace_big = out_big_us / inplace_big_us  # out of cache: bytes decide
 
 print(f"bytes allocated per call on 1,000 float32: "
       + ", ".join(f"{v} {allocated[v]:,}" for v in VARIANTS))
@@ -82,6 +83,8 @@ for i, n in enumerate(SIZES):
     print(f"{n:>12,}" + "".join(f"{us[v][i]:>18.1f}" for v in VARIANTS))
 print(f"allocating costs {func_vs_out_mid:.2f}x at {mid_n:,} elements and "
       f"{func_vs_out_big:.1f}x at {big_n:,} ({big_mib:.0f} MiB, fresh pages every call)")
+print(f"out= against in-place (three tensors against two): {out_vs_inplace_mid:.2f}x at "
+      f"{mid_n:,} elements, {out_vs_inplace_big:.2f}x at {big_n:,}")
 
 fig, ax = plt.subplots(figsize=(8, 4))
 for i, v in enumerate(VARIANTS):

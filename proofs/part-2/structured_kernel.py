@@ -1,10 +1,11 @@
-"""A structured kernel is a class with two steps, meta then impl; only set_output differs between add, add_ and add(out=).
+"""A structured kernel is a class with two steps, meta then impl; only its set_output_* methods differ between add, add_ and add(out=).
 
 The script reads what the installed package carries. Headers: TORCH_META_FUNC and
 TORCH_IMPL_FUNC in ATen/TensorMeta.h; the generated ATen/ops/add_meta.h and add_native.h,
 which declare the meta class and the CPU class that inherits from it. The code generator
-torch was built with (torchgen/dest/register_dispatch_key.py, shipped with torch): what
-set_output does for a functional, an in-place and an out= wrapper. The compiled library
+torch was built with (torchgen/dest/register_dispatch_key.py, shipped with torch): what the
+set_output_strided and set_output_raw_strided methods (declared on MetaBase in
+ATen/TensorMeta.h) do in a functional, an in-place and an out= wrapper. The compiled library
 libtorch_cpu: the names of the three generated wrapper classes (found with mmap, no
 tools). Then behaviour: the meta step rejects a bad out= dtype before any element is
 written, an in-place add cannot grow self, and out= of the wrong shape is resized (a
@@ -88,7 +89,7 @@ print(f"                   TORCH_IMPL_FUNC(name) -> {impl_macro}")
 print(f"ATen/ops/add_meta.h:   struct {meta_class_decl}  (declares meta: {meta_has_meta})")
 print(f"ATen/ops/add_native.h: struct {cpu_class_decl}  (declares impl: {cpu_has_impl})")
 print(f"structured meta classes declared in ATen/ops/*_meta.h: {n_meta_classes}")
-print("torchgen/dest/register_dispatch_key.py, set_output of a generated wrapper:")
+print("torchgen/dest/register_dispatch_key.py, set_output_* of a generated wrapper:")
 print("  functional -> create_out (allocates)   inplace -> check_inplace   out -> resize_out: "
       f"{codegen_set_output_ok}")
 print(f"{os.path.basename(LIB)} holds structured_ufunc_add_CPU_{{functional, inplace, out}}: "

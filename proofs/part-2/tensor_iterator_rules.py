@@ -62,6 +62,8 @@ bi32 = torch.randint(0, 9, (N,), dtype=torch.int32)
 same_children, same_bytes = children_of_add(a32, b32, o32)
 mixed_children, mixed_bytes = children_of_add(a32, bi32, o32)
 mixed_inner_ops = ", ".join(mixed_children)
+same_calls_nothing = not same_children  # float32 + float32: no operator called inside add
+first_input_wins = mixed_layout_stride == str(m.t().stride())  # output laid out like input 1
 mixed_temp_mib = mixed_bytes / 2**20
 
 

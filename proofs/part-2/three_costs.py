@@ -5,7 +5,9 @@ elements, one thread, minimum of 9 batches after a warm-up, add and sin interlea
 batch runs about a millisecond's worth of calls, at least two). add does one addition per 12 bytes it
 moves; sin moves 8 bytes per element and does a few dozen operations on each. The toll is
 the time of a one-element add. Out of cache, add's time per element rises with the bytes;
-sin's stays where its arithmetic puts it.
+sin's stays where its arithmetic puts it. That rise needs an add loop fast enough to outrun
+memory while in cache: the AVX2 and AVX512 loops on x86 are (vector_loops); with capability
+DEFAULT (ATEN_CPU_CAPABILITY=default) the add loop itself is slower, and the rise smaller.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -19,6 +21,8 @@ import torch
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
+capability = torch.backends.cpu.get_cpu_capability()
+vector_loops = capability in ("AVX2", "AVX512")  # the x86 loops with hand-written vectors
 SIZES = [1 << k for k in range(0, 25, 2)]
 
 
@@ -61,6 +65,7 @@ sin_big_vs_cache = sin_ns_big / sin_ns_cache
 print(f"{'elements':>12}{'add µs':>11}{'sin µs':>11}{'add ns/el':>11}{'sin ns/el':>11}")
 for n, ta, ts in zip(SIZES, add_ns, sin_ns):
     print(f"{n:>12,}{ta / 1e3:>11.2f}{ts / 1e3:>11.2f}{ta / n:>11.3f}{ts / n:>11.3f}")
+print(f"capability {capability}")
 print(f"toll (1-element add): {toll_us:.2f} µs; add's work equals the toll at about {crossover_n:,} elements")
 print(f"in cache ({CACHE_N:,}): add {add_gbs_cache:.0f} GB/s, sin {sin_vs_add_cache:.1f}x add's time per element")
 print(f"out of cache ({BIG_N:,}): add {add_gbs_big:.0f} GB/s, {add_big_vs_cache:.1f}x its in-cache time "

@@ -62,6 +62,8 @@ add_out_structured = add_o.get("structured") == "True"
 add_out_inherits = add_o.get("structured_inherits", "")
 add_out_ufunc = add_o.get("ufunc_inner_loop", "")
 add_tensor_cpu_in_yaml = "CPU" in add_t.get("dispatch", {})
+add_out_no_cpu = "CPU" not in add_o.get("dispatch", {})
+both_delegate_to_out = add_tensor_delegate == add_inplace_delegate == "add.out"
 
 
 def cpu_file(op):
@@ -119,7 +121,7 @@ for i, (name, kind, set_output) in enumerate(rows):
     y = 50 - i * 15
     box(1, y, 17, 6.5, f"{name}\n(YAML entry)", "C0")
     box(26, y, 32, 6.5, f"generated CPU wrapper\nstructured_ufunc_add_CPU_{kind}", "C1")
-    box(66, y, 32, 6.5, f"its set_output gives\n{set_output}", "C2")
+    box(66, y, 32, 6.5, f"its set_output_* calls\n{set_output}", "C2")
     arrow(18.8, y + 3.2, 25.2, y + 3.2)
     arrow(58.8, y + 3.2, 65.2, y + 3.2)
 ax.text(9.5, 46.2, f"structured_delegate: {add_tensor_delegate}", ha="center", fontsize=7.5, color="C7")
@@ -127,7 +129,7 @@ ax.text(9.5, 31.2, f"structured_delegate: {add_inplace_delegate}", ha="center", 
 ax.text(9.5, 16.2, "structured: True", ha="center", fontsize=7.5, color="C7")
 box(14, 1, 72, 9, "each wrapper runs op.meta(...) then op.impl(...), inherited from one kernel:\n"
     "meta = TORCH_META_FUNC2(add, Tensor) in BinaryOps.cpp: TensorIterator finds shape and dtype,\n"
-    "and calls set_output; impl (generated from ufunc_inner_loop) calls add_stub -> cpu_kernel_vec", "C4")
+    "and calls set_output_raw_strided; impl (from ufunc_inner_loop) calls add_stub -> cpu_kernel_vec", "C4")
 ax.set_title(f"Three overloads of add, one kernel (CPU kernels registered in {add_cpu_file})")
 fig.tight_layout()
 plt.show()

@@ -9,8 +9,9 @@ inference_mode, autocast), and the table with torch._C._dispatch_dump_table. Eac
 runs in priority order, doing its part and redispatching to the next, until the backend's
 kernel; two exceptions: a BackendSelect kernel computes the backend from the call's device
 argument, and a CompositeImplicitAutograd ("math") kernel calls other operators instead.
-Checks two predictions against what the calls did. Private APIs are used as they are: if a
-later torch changes them, the script fails.
+Checks two predictions against what the calls did (one reads the private _version counter
+of a tensor). Private APIs are used as they are: if a later torch changes them, the script
+fails.
 """
 import contextlib
 import re

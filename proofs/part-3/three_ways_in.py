@@ -10,8 +10,8 @@ mylib::scaled_sin, registered with torch.library.custom_op and register_autograd
 the three logs on one timeline. The function mode sees the backward() call but nothing that
 call does: torch/overrides.py takes a mode off its stack while the mode handles a call
 (_pop_mode_temporarily), and the proof reads that stack's depth inside the handler with the
-private torch._C._len_torch_function_stack. The dispatch mode, on a stack of its own, sees
-the operators that backward() runs.
+private torch._C._len_torch_function_stack (if a later torch drops it, the script fails). The
+dispatch mode, on a stack of its own, sees the operators that backward() runs.
 """
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator

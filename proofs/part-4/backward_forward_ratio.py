@@ -5,10 +5,11 @@ width 32 to 1024, float32, one thread. Backward is timed twice: with x requiring
 engine computes both grad x = g W and grad W = g^T x) and with x a plain input, as for a
 network's first layer (AddmmBackward0 then skips grad x). .grad is reset to None before each
 backward. Each number is the minimum of 8 runs, the three measurements interleaved, each
-width warmed up by one untimed call before it is measured. Times are CPU time of the calling
-thread (time.thread_time_ns), which does all the work here (one intra-op thread, and on the
-CPU backward runs on the thread that calls it), so a busy machine's other processes are not
-counted.
+width warmed up by one untimed call before it is measured; the narrow widths, where a call is
+cheap and easily disturbed, repeat their measurements several times within each run. Times
+are CPU time of the calling thread (time.thread_time_ns), which does all the work here (one
+intra-op thread, and on the CPU backward runs on the thread that calls it), so a busy
+machine's other processes are not counted.
 """
 import time
 
@@ -21,6 +22,7 @@ torch.set_num_threads(1)
 BATCH = 256
 WIDTHS = [32, 64, 128, 256, 512, 1024]
 RUNS = 8
+REPEATS = {32: 8, 64: 8, 128: 4, 256: 2, 512: 1, 1024: 1}  # pairs per run: more where cheap
 
 
 def measure(width, x_needs_grad):
@@ -42,10 +44,11 @@ bwd = {(w, k): float("inf") for w in WIDTHS for k in (True, False)}
 for _ in range(RUNS):
     for w in WIDTHS:
         measure(w, True)  # warm-up at this width, untimed
-        for needs in (True, False):
-            f_ms, b_ms = measure(w, needs)
-            fwd[w] = min(fwd[w], f_ms)
-            bwd[w, needs] = min(bwd[w, needs], b_ms)
+        for _ in range(REPEATS[w]):
+            for needs in (True, False):
+                f_ms, b_ms = measure(w, needs)
+                fwd[w] = min(fwd[w], f_ms)
+                bwd[w, needs] = min(bwd[w, needs], b_ms)
 
 wide = max(WIDTHS)
 ratio_with_input_grad = {w: bwd[w, True] / fwd[w] for w in WIDTHS}
