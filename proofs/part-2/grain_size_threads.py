@@ -3,7 +3,8 @@
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
 torch.sigmoid(x, out=y) on float32 tensors from 1K to 128K elements with one thread and with
 two, interleaved (1, 2, 1, 2... and every size in each round), keeping the minimum of 15
-short batches of calls after a warm-up round. These are wall times (time.perf_counter_ns):
+batches of calls (up to about a millisecond each, so that waking the second thread once per
+batch costs little) after a warm-up round. These are wall times (time.perf_counter_ns):
 the point is how long the caller waits, and with two threads the work is spread over two
 clocks. It also counts the threads that did work
 during 0.3 s of calls with two threads allowed, from each thread's CPU time in
@@ -50,7 +51,7 @@ def one_vs_two(sizes):
     work = {}
     for n in sizes:
         x, y = torch.rand(n), torch.empty(n)
-        work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(2, min(100, 200_000 // n)))
+        work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(2, min(100, 2_000_000 // n)))
     best = {n: {1: float("inf"), 2: float("inf")} for n in sizes}
     for rep in range(REPS + 1):  # round 0 is the warm-up
         for n, (fn, calls) in work.items():

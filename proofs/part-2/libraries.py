@@ -9,7 +9,6 @@ torch.backends.mkldnn.enabled set to False, and the script times both. One threa
 of 3 runs after a warm-up, as the calling thread's CPU time (time.thread_time_ns; with one
 thread the libraries run on the calling thread).
 """
-# proof: alone
 import os
 import re
 import time

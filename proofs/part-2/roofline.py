@@ -11,7 +11,6 @@ time the minimum of 5 batches after a warm-up, measured as the calling thread's 
 (time.thread_time_ns), which a busy neighbour cannot inflate: with one thread, BLAS and
 oneDNN run on the calling thread too.
 """
-# proof: alone
 import re
 import time
 

@@ -12,7 +12,6 @@ Times are the calling thread's CPU time (time.thread_time_ns): with one thread t
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
 """
-# proof: alone
 import time
 
 import matplotlib.pyplot as plt
@@ -94,7 +93,7 @@ ax2.set_ylabel("time per element (ns)")
 ax2.set_title("per element: bytes or arithmetic")
 ax2.yaxis.set_major_formatter(FormatStrFormatter("%g"))
 ax2.yaxis.set_minor_formatter(NullFormatter())
-ax2.legend(frameon=False, loc="upper center", fontsize=8, bbox_to_anchor=(0.5, 0.9))
+ax2.legend(frameon=False, loc="upper center", fontsize=8, bbox_to_anchor=(0.5, -0.2))
 fig.suptitle("A call's time: the toll, then bytes (add) or arithmetic (sin)")
 fig.tight_layout()
 plt.show()

@@ -14,7 +14,6 @@ Times are the calling thread's CPU time (time.thread_time_ns): with one thread t
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
 """
-# proof: alone
 import os
 import platform
 import re

@@ -127,7 +127,7 @@ for i, (name, kind, set_output) in enumerate(rows):
 ax.text(9.5, 46.2, f"structured_delegate: {add_tensor_delegate}", ha="center", fontsize=7.5, color="C7")
 ax.text(9.5, 31.2, f"structured_delegate: {add_inplace_delegate}", ha="center", fontsize=7.5, color="C7")
 ax.text(9.5, 16.2, "structured: True", ha="center", fontsize=7.5, color="C7")
-box(14, 1, 72, 9, "each wrapper runs op.meta(...) then op.impl(...), inherited from one kernel:\n"
+box(5, 1, 90, 9, "each wrapper runs op.meta(...) then op.impl(...), inherited from one kernel:\n"
     "meta = TORCH_META_FUNC2(add, Tensor) in BinaryOps.cpp: TensorIterator finds shape and dtype,\n"
     "and calls set_output_raw_strided; impl (from ufunc_inner_loop) calls add_stub -> cpu_kernel_vec", "C4")
 ax.set_title(f"Three overloads of add, one kernel (CPU kernels registered in {add_cpu_file})")
