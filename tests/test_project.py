@@ -154,7 +154,7 @@ def test_every_part_meets_the_series_standard(part, project_site):
     home = (REPO / "docs" / "index.md").read_text()
     assert re.search(rf"### Part {number}: {re.escape(title)}\n\n\[Read Part {number}\]\({part}\.md\)", home)
     for floor in floors:  # Part 0's "Full story" line of each of its floors points here, and back
-        assert re.search(rf"## Floor {floor} of 8: [^\n]+\n\n(?:!\[[^\n]+\n)+\n\\*Full story: \[Part {number}, "
+        assert re.search(rf"## Floor {floor} of 8: [^\n]+\n\n(?:!\[[^\n]+\n)+\n\*Full story: \[Part {number}, "
                          rf"{re.escape(title)}\]\({part}\.md\)", (REPO / "docs" / "part-0.md").read_text())
         assert f"part-0.md#floor-{floor}-of-8-" in source, "the part links back to its floor on Part 0"
     opening = source.split("\n## ", 1)[0]
