@@ -1,7 +1,7 @@
 """An elementwise kernel uses a second thread only above GRAIN_SIZE elements, whatever set_num_threads says.
 
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
-torch.sigmoid(x, out=y) on float32 tensors from 1K to 128K elements with one thread and with
+torch.sigmoid(x, out=y) on float32 tensors from 1K to 1M elements with one thread and with
 two, interleaved (1, 2, 1, 2... and every size in each round), keeping the minimum of 15
 batches of calls (up to about a millisecond each, so that waking the second thread once per
 batch costs little) after a warm-up round. These are wall times (time.perf_counter_ns):
@@ -30,7 +30,7 @@ grain_size = int(found.group(1))
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 SIZES = sorted({1 << 10, 1 << 12, 1 << 14, 3 << 13, grain_size, grain_size + 1,
-                5 << 13, 1 << 16, 3 << 15, 1 << 17})
+                5 << 13, 1 << 16, 3 << 15, 1 << 17, 1 << 18, 1 << 20})
 REPS = 15
 
 
@@ -119,7 +119,9 @@ speedup = {n: t1 / t2 for n, (t1, t2) in results.items()}
 speedup_at_grain = speedup[grain_size]          # exactly GRAIN_SIZE elements: one thread
 speedup_just_above = speedup[grain_size + 1]    # one more element: split in two
 speedup_above = speedup[1 << 16]                # twice the grain
-speedup_big = speedup[1 << 17]
+BIG = 1 << 20                                   # far above it: waking a thread costs little
+speedup_big = speedup[BIG]
+big_vs_grain = BIG // grain_size
 threads_working_below = threads_working(grain_size)
 threads_working_above = threads_working(1 << 16)
 torch.set_num_threads(1)
