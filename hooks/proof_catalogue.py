@@ -7,6 +7,7 @@ one group per part of the series), in the site's order.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -124,3 +125,10 @@ def nav_order(nav) -> list[str]:
     if isinstance(nav, list):
         return [uri for item in nav for uri in nav_order(item)]
     return []
+
+
+def with_lazy_tables(html: str) -> str:
+    """The catalogue's HTML with each group's table in a box the browser lays out only when the
+    reader nears it, as it does for cards (README, "Pages stay light")."""
+    return re.sub(r"<table>.*?</table>", lambda m: f'<div class="proof-catalogue__group">{m[0]}</div>', html,
+                  flags=re.DOTALL)

@@ -147,6 +147,8 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
 
 
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
+        return proof_catalogue.with_lazy_tables(html)
     for token, (_, card) in _build.cards.get(page.file.src_uri, {}).items():
         html = html.replace(f"<p>{token}</p>", card).replace(token, card)
     if page.present_anchor_ids is not None:  # so MkDocs' anchor check sees the cards

@@ -1,6 +1,6 @@
 """Stage 5: the catalogue page's Markdown."""
 
-from proof_catalogue import Entry, Home, catalogue_markdown, nav_order
+from proof_catalogue import Entry, Home, catalogue_markdown, nav_order, with_lazy_tables
 from proof_launch import FAILED, OK, Outcome
 
 
@@ -70,3 +70,10 @@ def test_claims_cell_counts_what_holds():
 
 def test_no_claims_no_claims_sentence():
     assert "claims" not in catalogue_markdown([Entry("a.py", "A.")]).splitlines()[4]
+
+
+def test_each_table_of_the_catalogue_is_laid_out_lazily():
+    html = "<h2>A</h2>\n<p>1 proof</p>\n<table>\n<tr><td>a</td></tr>\n</table>\n<h2>B</h2>\n<table><tr></tr></table>"
+    assert with_lazy_tables(html) == (
+        '<h2>A</h2>\n<p>1 proof</p>\n<div class="proof-catalogue__group"><table>\n<tr><td>a</td></tr>\n</table></div>'
+        '\n<h2>B</h2>\n<div class="proof-catalogue__group"><table><tr></tr></table></div>')
