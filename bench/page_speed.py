@@ -65,7 +65,7 @@ class GzipHandler(SimpleHTTPRequestHandler):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="Lighthouse runs per page (median)")
+    parser.add_argument("--runs", type=int, default=5, help="Lighthouse runs per page (median)")
     parser.add_argument("--write-readme", action="store_true", help="record the results in README.md")
     args = parser.parse_args()
     if not LIGHTHOUSE.exists():
