@@ -56,6 +56,7 @@ for node in nodes:
         if child is not None:
             dependencies[child] += 1
 dependency_counts = ", ".join(f"{names[n]} {k}" for n, k in dependencies.items() if k > 1)
+nodes_with_several_edges = sum(k > 1 for k in dependencies.values())
 remaining = dict(dependencies)
 ready = [(-seq[e.grad_fn], 0, e.grad_fn)]
 predicted, pushes = [], 1
