@@ -52,7 +52,7 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build." if claims else ""),
     ]
     for home, group in _groups(entries):
-        lines += ["", f"## {_heading(home.title) if home else 'On no page'}", "", _group_line(home, group), ""]
+        lines += ["", f"## {home.title if home else 'On no page'}", "", _group_line(home, group), ""]
         lines += ["| Proof | What it shows | Cited by | Claims | Last run |", "| --- | --- | --- | --- | --- |"]
         lines += [_row(entry) for entry in group]
     return "\n".join(lines) + "\n"
@@ -60,12 +60,11 @@ def catalogue_markdown(entries: list[Entry]) -> str:
 
 def _groups(entries: list[Entry]) -> list[tuple[Home | None, list[Entry]]]:
     """Proofs grouped by the page that shows their card, pages in site order, cards in page order."""
-    groups: dict[tuple, list[Entry]] = {}
-    for entry in entries:
-        home = entry.home
-        groups.setdefault((home.rank, home.title, home.href) if home else None, []).append(entry)
-    shown = sorted((key for key in groups if key is not None))
-    ordered = [(groups[key][0].home, sorted(groups[key], key=lambda e: (e.home.position, e.proof))) for key in shown]
+    groups: dict[Home | None, list[Entry]] = {}
+    for entry in entries:  # one group per page: the card's position is left out of the key
+        groups.setdefault(entry.home and entry.home._replace(position=0), []).append(entry)
+    shown = sorted((key for key in groups if key is not None), key=lambda home: home.rank)  # site order
+    ordered = [(key, sorted(groups[key], key=lambda e: (e.home.position, e.proof))) for key in shown]
     if None in groups:
         ordered.append((None, sorted(groups[None], key=lambda e: e.proof)))
     return ordered
@@ -76,12 +75,8 @@ def _group_line(home: Home | None, group: list[Entry]) -> str:
     if home is None:
         return f"{count} whose card no page shows."
     if len(group) == 1:
-        return f"{count}, with its card on [{_heading(home.title)}]({home.href})."
-    return f"{count}, with their cards on [{_heading(home.title)}]({home.href}), in the order they appear there."
-
-
-def _heading(title: str) -> str:
-    return title.replace("\n", " ").strip()
+        return f"{count}, with its card on [{home.title}]({home.href})."
+    return f"{count}, with their cards on [{home.title}]({home.href}), in the order they appear there."
 
 
 def _row(entry: Entry) -> str:

@@ -253,15 +253,13 @@ def _write_catalogue(files: Files, config: MkDocsConfig) -> Files:
         entries[proof] = proof_catalogue.Entry(proof, proof_render.summary(_build.runs.source(proof)))
     order = proof_catalogue.nav_order(config.nav) + [f.src_uri for f in files.documentation_pages()]
     for uri, (title, links) in _build.pages.items():
+        page_href = _md_href(uri, proof_catalogue.PAGE)
         cards = list(dict.fromkeys(p for link, p, _ in links if link.kind == proof_links.CARD))
         for proof in dict.fromkeys(p for _, p, _ in links if p in entries):
-            href = _md_href(uri, proof_catalogue.PAGE)
-            if proof in cards:
-                href += "#" + proof_render.anchor(proof)
+            href = page_href + ("#" + proof_render.anchor(proof) if proof in cards else "")
             entries[proof].citations.append((title, href))
             if _build.card_home.get(proof) == uri:
-                entries[proof].home = proof_catalogue.Home(
-                    title, _md_href(uri, proof_catalogue.PAGE), order.index(uri), cards.index(proof))
+                entries[proof].home = proof_catalogue.Home(title, page_href, order.index(uri), cards.index(proof))
     for proof, entry in entries.items():
         entry.outcome = _build.runs.outcomes.get(proof)
         if entry.outcome is not None:
