@@ -266,7 +266,7 @@ def test_every_parts_figures_are_drawn_and_stand_out_in_both_palettes(open_tab, 
         return
     # the screenshot of a card: the figure of the proof that draws the most
     page.evaluate("window.scrollTo(0, 0)")
-    center(page.locator("#proof-p6_bytes_moved .proof-card__figure").first)
+    center(page.locator("#proof-part-0-time_follows_bytes .proof-card__figure").first)
     page.wait_for_timeout(500)  # Material's header swaps its title as the page scrolls
     screenshot(page, f"{system}-card.png")
     tab.assert_clean()
