@@ -38,6 +38,11 @@ class Site:
         shutil.copytree(HOOKS, root / "hooks", ignore=shutil.ignore_patterns("__pycache__"))
         (root / "mkdocs.yml").write_text(CONFIG)
 
+    def use_hooks(self, *hooks: str) -> None:
+        """List these files of hooks/ under `hooks:` instead of proofs.py alone, in this order."""
+        listed = "".join(f"  - hooks/{hook}\n" for hook in hooks)
+        (self.root / "mkdocs.yml").write_text(CONFIG.replace("  - hooks/proofs.py\n", listed))
+
     def page(self, name: str, markdown: str) -> Path:
         path = self.root / "docs" / name
         path.parent.mkdir(parents=True, exist_ok=True)
