@@ -1,4 +1,4 @@
-"""An elementwise kernel uses a second thread only above GRAIN_SIZE elements, whatever set_num_threads says.
+"""An elementwise kernel uses a second thread only above its grain size: GRAIN_SIZE elements by default, 2,048 for sin and its kin.
 
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
 torch.sigmoid(x, out=y) on float32 tensors from 1K to 1M elements with one thread and with
@@ -9,7 +9,11 @@ the point is how long the caller waits, and with two threads the work is spread 
 clocks. It also counts the threads that did work
 during 0.3 s of calls with two threads allowed, from each thread's CPU time in
 /proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle OpenMP worker spins a little before it sleeps; that counts as
-work, and it only happens to a worker that was woken. Two threads can only be faster on two
+work, and it only happens to a worker that was woken. It counts them for sigmoid (which
+takes the default grain) at GRAIN_SIZE and one element more, and for sin, whose kernel in
+UnaryOpsKernel.cpp passes a grain of 2,048: in bfloat16 (ATen's own vector loop) at 2,048
+and 2,049, and in float32, which on an MKL build is MKL's vector math function (ATen/cpu/vml.h)
+with threads of its own, at 1,024. Two threads can only be faster on two
 free cores, so while it times, the script also reads how much CPU the rest of the machine
 used (/proc/stat minus its own CPU time; Linux) and reports the cores left free. On a machine
 with a single core two threads cannot run at once, so only the below-the-grain half of the
@@ -76,22 +80,22 @@ def thread_cpu_ticks():
     return ticks
 
 
-def threads_working(n, window_s=0.3):
-    """How many threads did work while sigmoid ran on n floats with two threads allowed.
+def threads_working(n, op=torch.sigmoid, dtype=torch.float32, window_s=0.3):
+    """How many threads did work while op ran on n elements of dtype with two threads allowed.
 
     On Linux: threads whose CPU time grew by at least a quarter of the busiest one's, read per
     thread from /proc (10 ms ticks, hence a 0.3 s window). Elsewhere: process CPU time divided
     by wall time, rounded."""
     torch.set_num_threads(2)
-    x, y = torch.rand(n), torch.empty(n)
-    torch.sigmoid(x, out=y)
+    x, y = torch.rand(n).to(dtype), torch.empty(n, dtype=dtype)
+    op(x, out=y)
     time.sleep(0.05)  # let idle OpenMP workers stop spinning from earlier work
     linux = os.path.isdir("/proc/self/task")
     before = thread_cpu_ticks() if linux else None
     wall0, cpu0 = time.perf_counter(), time.process_time()
     while time.perf_counter() - wall0 < window_s:
         for _ in range(10):
-            torch.sigmoid(x, out=y)
+            op(x, out=y)
     if not linux:
         return round((time.process_time() - cpu0) / (time.perf_counter() - wall0))
     grown = [t - before.get(tid, 0) for tid, t in thread_cpu_ticks().items()]
@@ -123,7 +127,12 @@ BIG = 1 << 20                                   # far above it: waking a thread 
 speedup_big = speedup[BIG]
 big_vs_grain = BIG // grain_size
 threads_working_below = threads_working(grain_size)
-threads_working_above = threads_working(1 << 16)
+threads_working_above = threads_working(grain_size + 1)
+SIN_GRAIN = 2048  # constexpr int64_t grain_size = 2048 in the IMPLEMENT_*_KERNEL macros
+sin_threads_at_grain = threads_working(SIN_GRAIN, torch.sin, torch.bfloat16)
+sin_threads_above = threads_working(SIN_GRAIN + 1, torch.sin, torch.bfloat16)
+mkl = torch.backends.mkl.is_available()  # float32 sin calls MKL's vsSin there (ATen/cpu/vml.h)
+sin_f32_threads_small = threads_working(SIN_GRAIN // 2, torch.sin)
 torch.set_num_threads(1)
 
 print(f"GRAIN_SIZE in ATen/TensorIterator.h: {grain_size:,} elements; cores available: {cores}")
@@ -134,8 +143,11 @@ for n in SIZES:
     mark = "  <- GRAIN_SIZE" if n == grain_size else ""
     print(f"{n:>10,}{t1:>13.1f}{t2:>14.1f}{speedup[n]:>8.2f}x{mark}")
 print(f"cores left free by other programs while it was timed: {free_cores:.1f} of {cores}")
-print(f"threads that did work, 2 allowed: {threads_working_below} at {grain_size:,} elements, "
-      f"{threads_working_above} at {1 << 16:,}")
+print(f"threads that did work, 2 allowed: sigmoid {threads_working_below} at {grain_size:,} elements, "
+      f"{threads_working_above} at {grain_size + 1:,}")
+print(f"  sin, bfloat16 (grain {SIN_GRAIN:,}): {sin_threads_at_grain} at {SIN_GRAIN:,}, "
+      f"{sin_threads_above} at {SIN_GRAIN + 1:,}")
+print(f"  sin, float32 ({'MKL' if mkl else 'no MKL'}): {sin_f32_threads_small} at {SIN_GRAIN // 2:,}")
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.8), width_ratios=[3, 2])
 ns = list(SIZES)

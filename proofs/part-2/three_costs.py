@@ -1,13 +1,19 @@
-"""A call's time is a fixed toll, then bytes moved (add) or arithmetic done (sin), whichever the size makes biggest.
+"""A call's time is a fixed toll, then bytes moved (add) or arithmetic done (x ** 2.5), whichever the size makes biggest.
 
-Times torch.add(a, b, out=c) and torch.sin(a, out=c) on float32 tensors from 1 to 16M
-elements, one thread, minimum of 9 batches after a warm-up, add and sin interleaved (each
-batch runs about a millisecond's worth of calls, at least two). add does one addition per 12 bytes it
-moves; sin moves 8 bytes per element and does a few dozen operations on each. The toll is
-the time of a one-element add. Out of cache, add's time per element rises with the bytes;
-sin's stays where its arithmetic puts it. That rise needs an add loop fast enough to outrun
-memory while in cache: the AVX2 and AVX512 loops on x86 are (vector_loops); with capability
-DEFAULT (ATEN_CPU_CAPABILITY=default) the add loop itself is slower, and the rise smaller.
+Times torch.add(a, b, out=c) and torch.pow(a, 2.5, out=c) on float32 tensors from 1 to 16M
+elements, one thread, minimum of 9 rounds; each round times a batch of each size and
+operation in turn (a batch runs about a millisecond's worth of calls, at least one; below 1M
+elements after an untimed call, so that its bytes start in cache). add does one addition per 12 bytes
+it moves; the power moves 8 bytes per element and evaluates Vectorized<float>::pow on each
+(Sleef's powf in the AVX2 and AVX512 headers, std::pow with capability DEFAULT): dozens of
+operations. The toll is the time of a one-element call; the work per element at size n is
+(time(n) - toll) / n. In cache is 64K elements (768 KiB for add's three tensors, which fits
+in a core's L2 cache on most current x86 CPUs); out of cache is 16M (192 MiB). Out of cache,
+add's work per element rises with the bytes; the power's stays where its arithmetic puts it.
+That rise needs an add loop fast enough to outrun memory while in cache: the AVX2 and AVX512
+loops on x86 are (vector_loops); with capability DEFAULT (ATEN_CPU_CAPABILITY=default) the
+add loop is scalar and the rise need not show. GB/s counts the 12 bytes add must move; a
+cache that reads each written line before it writes it (x86 does) moves about 16.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -23,6 +29,7 @@ torch.manual_seed(0)
 capability = torch.backends.cpu.get_cpu_capability()
 vector_loops = capability in ("AVX2", "AVX512")  # the x86 loops with hand-written vectors
 SIZES = [1 << k for k in range(0, 25, 2)]
+CACHE_N, BIG_N = 1 << 16, SIZES[-1]
 
 
 def batch_ns(fn, calls):
@@ -32,47 +39,57 @@ def batch_ns(fn, calls):
     return (time.thread_time_ns() - t0) / calls
 
 
-add_ns, sin_ns = [], []
+ROUNDS = 9
+work = []
 for n in SIZES:
-    a, b, c = torch.rand(n), torch.rand(n), torch.empty(n)
-    add = lambda: torch.add(a, b, out=c)  # noqa: E731
-    sin = lambda: torch.sin(a, out=c)  # noqa: E731
-    calls = max(2, min(500, (1 << 20) // n))
-    add(), sin()
-    best_add = best_sin = float("inf")
-    for _ in range(9):
-        best_add = min(best_add, batch_ns(add, calls))
-        best_sin = min(best_sin, batch_ns(sin, calls))
-    add_ns.append(best_add)
-    sin_ns.append(best_sin)
+    a, b, c = torch.rand(n) + 0.5, torch.rand(n), torch.empty(n)
+    work.append((lambda a=a, b=b, c=c: torch.add(a, b, out=c),
+                 lambda a=a, c=c: torch.pow(a, 2.5, out=c),
+                 max(1, min(500, (1 << 20) // n))))
+best = [[float("inf"), float("inf")] for _ in SIZES]
+for _ in range(ROUNDS):  # every size in every round: a noisy moment spoils one batch of each
+    for i, (n, (add, power, calls)) in enumerate(zip(SIZES, work)):
+        for j, fn in enumerate((add, power)):
+            if n < 1 << 20:
+                fn()  # untimed: the batch starts with this size's bytes in cache
+            best[i][j] = min(best[i][j], batch_ns(fn, calls))
+add_ns = [b[0] for b in best]
+pow_ns = [b[1] for b in best]
 
 at = {n: i for i, n in enumerate(SIZES)}
 toll_us = add_ns[0] / 1e3
 add_64_us = add_ns[at[64]] / 1e3
+add_64_vs_toll = add_64_us / toll_us
 crossover_n = next(n for n, t in zip(SIZES, add_ns) if t >= 2 * add_ns[0])  # work = toll
-CACHE_N, BIG_N = 1 << 18, SIZES[-1]  # 3 MiB of tensors, then 192 MiB
-add_ns_cache = add_ns[at[CACHE_N]] / CACHE_N
-sin_ns_cache = sin_ns[at[CACHE_N]] / CACHE_N
-add_ns_big = add_ns[-1] / BIG_N
-sin_ns_big = sin_ns[-1] / BIG_N
+
+
+def work_ns(times, n):
+    """Time per element once the one-element call (the toll) is taken off."""
+    return (times[at[n]] - times[0]) / n
+
+
+add_ns_cache, pow_ns_cache = work_ns(add_ns, CACHE_N), work_ns(pow_ns, CACHE_N)
+add_ns_big, pow_ns_big = work_ns(add_ns, BIG_N), work_ns(pow_ns, BIG_N)
 add_gbs_big = 12 / add_ns_big  # bytes per ns = GB/s
 add_gbs_cache = 12 / add_ns_cache
-sin_vs_add_cache = sin_ns_cache / add_ns_cache
+pow_vs_add_cache = pow_ns_cache / add_ns_cache
 add_big_vs_cache = add_ns_big / add_ns_cache
-sin_big_vs_cache = sin_ns_big / sin_ns_cache
+pow_big_vs_cache = pow_ns_big / pow_ns_cache
 
-print(f"{'elements':>12}{'add µs':>11}{'sin µs':>11}{'add ns/el':>11}{'sin ns/el':>11}")
-for n, ta, ts in zip(SIZES, add_ns, sin_ns):
-    print(f"{n:>12,}{ta / 1e3:>11.2f}{ts / 1e3:>11.2f}{ta / n:>11.3f}{ts / n:>11.3f}")
+print(f"{'elements':>12}{'add µs':>11}{'pow µs':>11}{'add ns/el':>11}{'pow ns/el':>11}")
+for n, ta, tp in zip(SIZES, add_ns, pow_ns):
+    print(f"{n:>12,}{ta / 1e3:>11.2f}{tp / 1e3:>11.2f}{ta / n:>11.3f}{tp / n:>11.3f}")
 print(f"capability {capability}")
-print(f"toll (1-element add): {toll_us:.2f} µs; add's work equals the toll at about {crossover_n:,} elements")
-print(f"in cache ({CACHE_N:,}): add {add_gbs_cache:.0f} GB/s, sin {sin_vs_add_cache:.1f}x add's time per element")
-print(f"out of cache ({BIG_N:,}): add {add_gbs_big:.0f} GB/s, {add_big_vs_cache:.1f}x its in-cache time "
-      f"per element; sin {sin_big_vs_cache:.2f}x")
+print(f"toll (1-element add): {toll_us:.2f} µs; 64 elements: {add_64_vs_toll:.2f}x that; "
+      f"add's work equals the toll at about {crossover_n:,} elements")
+print(f"work per element, toll taken off, in cache ({CACHE_N:,}): add {add_ns_cache:.3f} ns "
+      f"({add_gbs_cache:.0f} GB/s), x ** 2.5 {pow_ns_cache:.3f} ns ({pow_vs_add_cache:.1f}x add's)")
+print(f"out of cache ({BIG_N:,}): add {add_ns_big:.3f} ns ({add_gbs_big:.0f} GB/s), "
+      f"{add_big_vs_cache:.1f}x its in-cache time; x ** 2.5 {pow_ns_big:.3f} ns, {pow_big_vs_cache:.2f}x")
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 4))
 ax1.plot(SIZES, [t / 1e3 for t in add_ns], "o-", color="C0", label="add")
-ax1.plot(SIZES, [t / 1e3 for t in sin_ns], "s-", color="C3", label="sin")
+ax1.plot(SIZES, [t / 1e3 for t in pow_ns], "s-", color="C3", label="x ** 2.5")
 ax1.axhline(toll_us, ls=":", color="C7")
 ax1.annotate("the toll", (SIZES[0], toll_us), textcoords="offset points", xytext=(2, 5), fontsize=9)
 ax1.set_xscale("log", base=2)
@@ -81,19 +98,20 @@ ax1.set_xlabel("elements (float32, log scale)")
 ax1.set_ylabel("time per call (µs)")
 ax1.set_title("per call: flat, then the work")
 ax1.legend(frameon=False, loc="upper left")
-tail = [i for i, n in enumerate(SIZES) if n >= 1 << 10]
-ax2.plot([SIZES[i] for i in tail], [add_ns[i] / SIZES[i] for i in tail], "o-", color="C0",
-         label="add: 12 bytes, 1 addition")
-ax2.plot([SIZES[i] for i in tail], [sin_ns[i] / SIZES[i] for i in tail], "s-", color="C3",
-         label="sin: 8 bytes, dozens of operations")
+tail = [n for n in SIZES if n >= 1 << 10]
+ax2.plot(tail, [work_ns(add_ns, n) for n in tail], "o-", color="C0", label="add: 12 bytes, 1 addition")
+ax2.plot(tail, [work_ns(pow_ns, n) for n in tail], "s-", color="C3",
+         label="x ** 2.5: 8 bytes, dozens of operations")
+ax2.axvline(CACHE_N, ls=":", color="C7")
+ax2.axvline(BIG_N, ls=":", color="C7")
 ax2.set_xscale("log", base=2)
 ax2.set_yscale("log")
 ax2.set_xlabel("elements (float32, log scale)")
-ax2.set_ylabel("time per element (ns)")
+ax2.set_ylabel("time per element, toll taken off (ns)")
 ax2.set_title("per element: bytes or arithmetic")
 ax2.yaxis.set_major_formatter(FormatStrFormatter("%g"))
 ax2.yaxis.set_minor_formatter(NullFormatter())
 ax2.legend(frameon=False, loc="upper center", fontsize=8, bbox_to_anchor=(0.5, -0.2))
-fig.suptitle("A call's time: the toll, then bytes (add) or arithmetic (sin)")
+fig.suptitle("A call's time: the toll, then bytes (add) or arithmetic (x ** 2.5)")
 fig.tight_layout()
 plt.show()
