@@ -2,12 +2,21 @@
 
 The proof needs no build-only code, and it cannot tell that it runs in the build: matplotlib
 picks its backend as it would headless by hand (``agg``), ``matplotlib.use(...)`` works, and
-nothing in ``rcParams`` changes. This module only watches: whatever the proof shows
-(``plt.show()``, ``fig.show()``), saves (``savefig``) or leaves open when it ends is captured
-once per figure, as SVG, in its final state. Drawings are byte-identical run to run (fixed SVG
-hash salt, no date). Backgrounds are made transparent for the capture only; text and axes stay
-black and the renderer turns black into the page's own text colour, so every figure reads in
-the light and the dark palette.
+nothing in ``rcParams`` changes. This module watches what a reader with a display would see:
+
+* ``plt.show()`` captures every open figure and, when it would block (``block=True``, or not
+  given outside interactive mode), closes them, as a window-opening backend's show returns only
+  once the reader has closed its windows; the next drawing then starts a new figure, and a
+  script that draws, shows, draws again and shows has two figures, each as it was when shown;
+* ``fig.show()`` captures that figure and leaves it open (with a display it opens its window
+  and returns);
+* ``savefig`` captures the figure it saves (a closed one too, as by hand), and figures still
+  open when the proof ends are captured then.
+
+Each figure appears once, in its order of first appearance, with its latest drawing, as SVG.
+Drawings are byte-identical run to run (fixed SVG hash salt, no date). Backgrounds are made
+transparent for the capture only; text and axes stay black and the renderer turns black into
+the page's own text colour, so every figure reads in the light and the dark palette.
 
 proof_sandbox.py calls ``watch_figure_class`` once ``matplotlib.figure`` is imported and
 ``watch_pyplot`` once ``matplotlib.pyplot`` is; ``collect`` at the end.
@@ -18,6 +27,7 @@ from __future__ import annotations
 import io
 import sys
 
+import matplotlib
 from matplotlib import _pylab_helpers, rc_context
 from matplotlib.figure import Figure
 
@@ -52,20 +62,33 @@ def watch_figure_class() -> None:
 
 
 def watch_pyplot(pyplot) -> None:
-    """``plt.show()`` captures every open figure, then does what it always does (headless: nothing)."""
+    """``plt.show()`` captures every open figure, does what it always does (headless: nothing),
+    then closes the figures it showed if a display's show would have blocked until they were."""
     original = pyplot.show
     if getattr(original, "_proof_watch", False):
         return
 
     def show(*args, **kwargs):
-        for manager in _pylab_helpers.Gcf.get_all_fig_managers():
+        managers = _pylab_helpers.Gcf.get_all_fig_managers()
+        for manager in managers:
             _capture(manager.canvas.figure)
-        return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        if _blocks(kwargs.get("block")):
+            for manager in managers:
+                if _pylab_helpers.Gcf.figs.get(manager.num) is manager:  # not closed by the backend
+                    _pylab_helpers.Gcf.destroy(manager)
+        return result
 
     show.__name__, show.__qualname__, show.__doc__ = original.__name__, original.__qualname__, original.__doc__
     show.__wrapped__ = original
     show._proof_watch = True
     pyplot.show = show
+
+
+def _blocks(block) -> bool:
+    """Whether a window-opening backend's ``show(block=block)`` would wait for its windows to
+    close: as ``FigureManagerBase.pyplot_show`` decides (no IPython here)."""
+    return bool(block) if block is not None else not matplotlib.is_interactive()
 
 
 def collect() -> list[dict]:

@@ -22,10 +22,12 @@ from conftest import REPO, ran
 HEADLESS_DROPS = ("DISPLAY", "WAYLAND_DISPLAY", "MPLBACKEND")
 
 
-def by_hand(site, name: str, folder: Path) -> str:
-    """Copy proofs/ into ``folder``, run ``python NAME.py`` there; stdout and stderr together."""
+def by_hand(site, name: str, folder: Path, **display: str) -> str:
+    """Copy proofs/ into ``folder``, run ``python NAME.py`` there; stdout and stderr together.
+    Headless, unless ``display`` names variables that give matplotlib somewhere to show."""
     shutil.copytree(site.root / "proofs", folder, ignore=other_proofs)
     env = {k: v for k, v in os.environ.items() if k not in HEADLESS_DROPS and not k.startswith("PROOFS_")}
+    env.update(display)
     result = subprocess.run([sys.executable, name], cwd=folder, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     return result.stdout.replace(str(folder), "<folder>")
@@ -81,7 +83,6 @@ FIGURE_SCRIPTS = {
         ax.plot([1, 2])
         ax.set_title("shown")
         plt.show()
-        print("still open after show:", plt.get_fignums())
         """,
         ["shown"],
     ),
@@ -126,6 +127,92 @@ def test_matplotlib_is_as_by_hand_and_every_figure_reaches_the_card_once(site, t
     site.proof("draws.py", source)
     built = build_and_compare(site, tmp_path, "draws.py")
     assert figure_alts(built) == alts
+
+
+# A backend that behaves as a desktop's does, for the by-hand side: a figure's window "opens" when
+# its drawing is saved as SVG, with the settings the build captures with, so that the same drawing
+# gives the same file. plt.show() opens a window per open figure and, when it blocks, returns once
+# the reader has closed them all; fig.show() opens its window and returns.
+DISPLAY_LIKE_BACKEND = """\
+import matplotlib
+from matplotlib import _pylab_helpers, rc_context
+from matplotlib.backend_bases import FigureManagerBase
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+CAPTURE_SETTINGS = {settings!r}
+windows = []
+
+
+class FigureManager(FigureManagerBase):
+    def show(self):
+        windows.append(self.canvas.figure)
+        with rc_context(CAPTURE_SETTINGS):
+            self.canvas.figure.savefig(f"window-{{len(windows)}}.svg", format="svg", transparent=True,
+                                       metadata={{"Date": None}})
+
+
+class FigureCanvas(FigureCanvasAgg):
+    manager_class = FigureManager
+
+
+def show(*, block=None):
+    managers = _pylab_helpers.Gcf.get_all_fig_managers()
+    for manager in managers:
+        manager.show()
+    if block if block is not None else not matplotlib.is_interactive():
+        for manager in managers:  # the reader closes each window; the blocking show returns
+            _pylab_helpers.Gcf.destroy(manager)
+"""
+
+SHOWS_TWICE = """\
+import os
+
+import matplotlib.pyplot as plt
+
+plt.plot([1, 2, 3])
+plt.title("first, shown")
+first = plt.gcf()
+plt.show()
+print("open after the first show:", plt.get_fignums())
+plt.plot([3, 1, 2])  # a new figure: the first one was closed when its window was
+plt.title("second, shown")
+plt.show()
+print("open after the second show:", plt.get_fignums())
+first.savefig("first.png")  # a closed figure still saves
+print("saved the closed first figure:", os.path.exists("first.png"))
+fig = plt.figure()
+fig.suptitle("third, shown with fig.show")
+fig.gca().plot([2, 2, 1])
+fig.show()
+print("open after fig.show:", plt.get_fignums())
+"""
+
+
+def test_a_script_that_shows_twice_has_two_figures_each_as_shown_with_a_display(site, tmp_path):
+    """By hand with a display, each plt.show() shows the open figures and returns once their
+    windows are closed; the card holds what those windows showed, in that order, and fig.show()
+    leaves its figure open as it does by hand."""
+    from proof_assets import figure_files
+    from proof_figures import CAPTURE_SETTINGS
+
+    backend = tmp_path / "backend"
+    backend.mkdir()
+    (backend / "display_like.py").write_text(DISPLAY_LIKE_BACKEND.format(settings=CAPTURE_SETTINGS))
+    site.proof("shows.py", SHOWS_TWICE)
+    site.page("index.md", "# Home\n\n[shows.py](../proofs/shows.py)\n")
+    result = site.build("--strict")
+    assert result.returncode == 0, result.stderr
+    built = site.html()
+    folder = tmp_path / "hand"
+    hand = by_hand(site, "shows.py", folder, MPLBACKEND="module://display_like", PYTHONPATH=str(backend))
+    assert card_output(built, "shows.py") == hand
+    assert "open after the first show: []\nopen after the second show: []\n" in hand
+    assert "saved the closed first figure: True\nopen after fig.show: [1]\n" in hand
+    windows = [(folder / f"window-{n}.svg").read_text() for n in (1, 2, 3)]
+    assert not (folder / "window-4.svg").exists()
+    shown = [figure_files("shows.py", n, svg, "")[0].light for n, svg in enumerate(windows, 1)]
+    assert re.findall(r'src="([^"]*)#only-light"', built) == shown  # the very drawings, in order
+    assert figure_alts(built) == ["first, shown", "second, shown", "third, shown with fig.show"]
 
 
 def files_of(folder: Path) -> dict:
