@@ -5,8 +5,11 @@ torch ships the file it was generated from: native_functions.yaml, packaged with
 The script reads it as text (no YAML library), counts its entries and their keys, and prints
 the entries for add.Tensor, add_.Tensor and add.out. Then it checks the entries against the
 registered kernels, read with the private torch._C._dispatch_dump_table and
-torch._C._dispatch_has_kernel_for_dispatch_key (it fails loudly if they are gone): the three overloads have CPU kernels from the same generated file; entries
-with no dispatch section get a CompositeImplicitAutograd kernel (torchgen/model.py). The
+torch._C._dispatch_has_kernel_for_dispatch_key (it fails loudly if they are gone): every
+entry with no dispatch section has a CompositeImplicitAutograd kernel (torchgen/model.py),
+and the three overloads have CPU kernels from the same generated file. Last, it calls the
+three overloads on uint16 tensors, a dtype add's loop has no case for: if they share one
+kernel, all three stop in the same place, with the same error naming its DispatchStub. The
 figure draws how the three overloads reach one kernel.
 """
 import importlib.util
@@ -76,17 +79,31 @@ def cpu_file(op):
 cpu_files = {op: cpu_file("aten::" + op) for op in ("add.Tensor", "add_.Tensor", "add.out")}
 add_cpu_file = cpu_files["add.out"]
 add_cpu_same_generated_file = len(set(cpu_files.values())) == 1 and add_cpu_file.startswith("Register")
-sample = implicit[:40]
 implicit_checked = sum(torch._C._dispatch_has_kernel_for_dispatch_key(  # private API
-    "aten::" + n, "CompositeImplicitAutograd") for n in sample)
-implicit_all_composite = implicit_checked == len(sample)
+    "aten::" + n, "CompositeImplicitAutograd") for n in implicit)
+implicit_all_composite = implicit_checked == n_implicit
+
+# One kernel for the three: the same dtype is missing from all of them, in the same words.
+u = torch.ones(3, dtype=torch.uint16)
+CALLS = {"add.Tensor": lambda: torch.add(u, u), "add_.Tensor": lambda: u.clone().add_(u),
+         "add.out": lambda: torch.add(u, u, out=torch.empty(3, dtype=torch.uint16))}
+uint16_errors = {}
+for op, call in CALLS.items():
+    try:
+        call()
+        uint16_errors[op] = "no error"
+    except NotImplementedError as err:
+        uint16_errors[op] = str(err)
+add_uint16_error = uint16_errors["add.out"]
+
+same_stub_error = len(set(uint16_errors.values())) == 1 and "add_stub" in add_uint16_error
 
 print(f"{YAML.split('site-packages' + os.sep)[-1]}: {n_entries:,} entries")
 print(f"  structured: True        {n_structured:>5}")
 print(f"  structured_delegate     {n_delegates:>5}")
 print(f"  with a dispatch section {n_with_dispatch:>5}")
 print(f"  none of these           {n_implicit:>5}  -> CompositeImplicitAutograd "
-      f"({implicit_checked} of the first {len(sample)} checked in the dispatcher)")
+      f"({implicit_checked} of them have one in the dispatcher)")
 for e in (add_t, add_i, add_o):
     print(f"- func: {e['func']}")
     for key in ("structured", "structured_delegate", "structured_inherits", "ufunc_inner_loop"):
@@ -95,6 +112,7 @@ for e in (add_t, add_i, add_o):
     cpu = e.get("dispatch", {}).get("CPU")
     print(f"    dispatch: {len(e.get('dispatch', {}))} keys listed, CPU {'-> ' + cpu if cpu else 'not listed'}")
 print("CPU kernels registered from: " + ", ".join(f"{op} {f}" for op, f in cpu_files.items()))
+print("on uint16: " + ", ".join(f"{op} -> {err}" for op, err in uint16_errors.items()))
 
 # Figure: three overloads, one structured kernel, three generated wrappers.
 fig, ax = plt.subplots(figsize=(8, 4.4))
