@@ -1,14 +1,18 @@
 """TensorIterator broadcasts, promotes, lays the output out like the inputs, and on the CPU copies a mixed-dtype input first.
 
-Each rule is shown on a small call. Broadcasting: the output shape of (3, 1, 5) + (4, 1).
-Type promotion: torch.result_type for pairs of inputs. Output layout: the strides of a
-freshly allocated output when the inputs are channels-last or transposed. Mixed dtypes:
-for int32 + float32 on the CPU, TensorIterator converts the int32 input into a float32
-temporary before the loop runs (TensorIterator.cpp, compute_types); the legacy autograd
-profiler (torch.autograd.profiler_legacy, which prints nothing of its own) records the
-operators called inside aten::add and the bytes each allocated. Last, the price: add into a
-preallocated output, float32 + float32 against float32 + int32, 1M elements, one thread,
-minimum of 9 batches, interleaved.
+Each rule is shown on a small call. Checks first: an output that overlaps an input in
+part is refused (compute_mem_overlaps). Broadcasting: the output shape of (3, 1, 5) +
+(4, 1). Type promotion: torch.result_type for pairs of inputs, with a zero-dim tensor and
+with Python numbers, and torch.promote_types for the unsigned types that do not promote.
+Output layout: the strides of a freshly allocated output when the inputs are channels-last
+or transposed, and when they disagree, in both orders, and with a broadcast input in
+either place. Mixed dtypes: for int32 + float32 on the CPU, TensorIterator converts the
+int32 input into a float32 temporary before the loop runs, and for an out= of another
+dtype it computes into a temporary and copies it into out at the end (TensorIterator.cpp,
+compute_types and cast_outputs); the legacy autograd profiler (torch.autograd.profiler_legacy,
+which prints nothing of its own) records the operators called inside aten::add and the
+bytes each allocated. Last, the price: add into a preallocated output, float32 + float32
+against float32 + int32, 1M elements, one thread, minimum of 9 batches, interleaved.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -21,11 +25,21 @@ from torch.autograd import profiler_legacy
 torch.set_num_threads(1)
 torch.manual_seed(0)
 
+# Checks: an output that shares some, not all, of its memory with an input is refused.
+x = torch.arange(10.0)
+try:
+    torch.add(x[:-1], 1, out=x[1:])
+    overlap_error = ""
+except RuntimeError as err:
+    overlap_error = str(err).split(". ")[0]
+overlap_refused = overlap_error.startswith("unsupported operation")
+
 # Broadcasting: sizes are matched from the right, a 1 stretches.
 broadcast_shape = str(tuple((torch.ones(3, 1, 5) + torch.ones(4, 1)).shape))
 
-# Type promotion: category first (bool < integer < floating), then size; a Python scalar
-# only changes the category, to the default dtype.
+# Type promotion: category first (bool < integer < floating < complex), then size. Tensors
+# with dimensions come first, then zero-dim tensors, then Python numbers: the later ones
+# count only when they bring a higher category, and then bring that category's default.
 PAIRS = {
     "int32 + float32": (torch.ones(2, dtype=torch.int32), torch.ones(2)),
     "int8 + uint8": (torch.ones(2, dtype=torch.int8), torch.ones(2, dtype=torch.uint8)),
@@ -33,18 +47,37 @@ PAIRS = {
     "int64 + 2.5": (torch.ones(2, dtype=torch.int64), 2.5),
     "float32 + float64 0-dim": (torch.ones(2), torch.tensor(1.0, dtype=torch.float64)),
     "int32 + float64 0-dim": (torch.ones(2, dtype=torch.int32), torch.tensor(1.0, dtype=torch.float64)),
+    "bool + 2": (torch.ones(2, dtype=torch.bool), 2),
+    "float16 + 1j": (torch.ones(2, dtype=torch.float16), 1j),
+    "float64 + 1j": (torch.ones(2, dtype=torch.float64), 1j),
 }
 promoted = {k: str(torch.result_type(a, b)).replace("torch.", "") for k, (a, b) in PAIRS.items()}
 int8_uint8 = promoted["int8 + uint8"]
 f16_bf16 = promoted["float16 + bfloat16"]
 int64_scalar = promoted["int64 + 2.5"]
+bool_scalar = promoted["bool + 2"]
+f16_complex = promoted["float16 + 1j"]
+zero_dim_same_category = promoted["float32 + float64 0-dim"]
+zero_dim_higher_category = promoted["int32 + float64 0-dim"]
+zero_dim_rule = zero_dim_same_category == "float32" and zero_dim_higher_category == "float64"
+try:
+    torch.promote_types(torch.uint16, torch.int32)
+    unsigned_error = ""
+except RuntimeError as err:
+    unsigned_error = str(err).split(", attempted")[0]
+unsigned_refused = unsigned_error.startswith("Promotion for uint16")
 
-# Output layout follows the inputs (first input first when they disagree).
+# Output layout follows the inputs: among inputs of the output's full shape, the first one
+# decides; an input that is broadcast has no say, wherever it sits.
 x = torch.rand(2, 3, 4, 5).to(memory_format=torch.channels_last)
 out_channels_last = (x + x).is_contiguous(memory_format=torch.channels_last)
 m = torch.rand(300, 400)
 transposed_out_stride = str((m.t() + m.t()).stride())
 mixed_layout_stride = str((m.t() + m.t().contiguous()).stride())
+mixed_layout_stride_reversed = str((m.t().contiguous() + m.t()).stride())
+column = torch.rand(400, 1)  # broadcast along the 300 columns
+broadcast_first_stride = str((column + m.t()).stride())
+broadcast_second_stride = str((m.t() + column).stride())
 
 
 def children_of_add(a, b, out):
@@ -62,7 +95,14 @@ same_children, same_bytes = children_of_add(a32, b32, o32)
 mixed_children, mixed_bytes = children_of_add(a32, bi32, o32)
 mixed_inner_ops = ", ".join(mixed_children)
 same_calls_nothing = not same_children  # float32 + float32: no operator called inside add
-first_input_wins = mixed_layout_stride == str(m.t().stride())  # output laid out like input 1
+first_input_wins = (mixed_layout_stride == str(m.t().stride())  # laid out like input 1
+                    and mixed_layout_stride_reversed == str(m.t().contiguous().stride()))
+broadcast_gives_way = broadcast_first_stride == broadcast_second_stride == str(m.t().stride())
+o64 = torch.empty(N, dtype=torch.float64)
+out_children, out_bytes = children_of_add(a32, b32, o64)
+out_inner_ops = ", ".join(out_children)
+out_temp_mib = out_bytes / 2**20
+out_gets_temporary = "aten::copy_" in out_children and out_bytes == 4 * N
 mixed_temp_mib = mixed_bytes / 2**20
 
 
@@ -83,14 +123,19 @@ for _ in range(9):
 same_us, mixed_us = best["same"], best["mixed"]
 mixed_vs_same = mixed_us / same_us
 
+print(f"add(x[:-1], 1, out=x[1:]): {overlap_error}")
 print(f"(3, 1, 5) + (4, 1) -> {broadcast_shape}")
 for pair, dtype in promoted.items():
     print(f"  {pair:<24} -> {dtype}")
 print(f"channels-last + channels-last -> channels-last output: {out_channels_last}")
 print(f"m.t() + m.t() -> output strides {transposed_out_stride} (m is 300x400; m.t() has strides "
       f"{m.t().stride()}, a fresh 400x300 tensor {torch.empty(400, 300).stride()})")
-print(f"m.t() + m.t().contiguous() -> output strides {mixed_layout_stride} (the first input's)")
+print(f"uint16 with int32: {unsigned_error}")
+print(f"m.t() + m.t().contiguous() -> output strides {mixed_layout_stride}; "
+      f"m.t().contiguous() + m.t() -> {mixed_layout_stride_reversed} (the first input's)")
+print(f"with a (400, 1) input broadcast: first {broadcast_first_stride}, second {broadcast_second_stride}")
 print(f"inside add(float32, float32, out=): {same_children or 'no other operator'}")
 print(f"inside add(float32, int32, out=):   {mixed_inner_ops}, {mixed_temp_mib:.0f} MiB allocated")
+print(f"inside add(float32, float32, out=float64): {out_inner_ops}, {out_temp_mib:.0f} MiB allocated")
 print(f"add into out=, {N:,} elements, min of 9: float32+float32 {same_us:.0f} µs, "
       f"float32+int32 {mixed_us:.0f} µs ({mixed_vs_same:.1f}x)")
