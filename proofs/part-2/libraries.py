@@ -7,10 +7,16 @@ torch.mm on 512x512 float32 and int32 matrices. For a convolution, the legacy au
 silent) shows which ATen operator aten::_convolution called, with oneDNN enabled and with
 torch.backends.mkldnn.enabled set to False, and the script times both. One thread, minimum
 of 3 runs after a warm-up, as the calling thread's CPU time (time.thread_time_ns; with one
-thread the libraries run on the calling thread).
+thread the libraries run on the calling thread). Then it asks the libraries themselves: a
+second Python process runs small products in six dtypes and the same convolution with and
+without oneDNN, with MKL_VERBOSE=1 and ONEDNN_VERBOSE=1, which make MKL and oneDNN log every
+call they run; the script reads which library logged what (on a build without MKL, MKL
+logs nothing).
 """
 import os
 import re
+import subprocess
+import sys
 import time
 
 import torch
@@ -67,6 +73,61 @@ torch.backends.mkldnn.enabled = True
 onednn_speedup = conv_native_ms / conv_onednn_ms
 onednn_chosen = "aten::mkldnn_convolution" in conv_kernel
 
+# The libraries' own logs, from a second process (the variables must be set before torch loads).
+CHILD = """
+import os, torch, torch.nn.functional as F
+torch.set_num_threads(1)
+a = torch.rand(64, 64)
+for dtype in ("float32", "float64", "complex64", "bfloat16", "int32", "int64"):
+    m = a.to(getattr(torch, dtype))
+    os.write(1, f"=== mm {dtype}\\n".encode())
+    torch.mm(m, m)
+x, w = torch.rand(8, 64, 56, 56), torch.rand(64, 64, 3, 3)
+os.write(1, b"=== conv2d\\n")
+F.conv2d(x, w, padding=1)
+torch.backends.mkldnn.enabled = False
+os.write(1, b"=== conv2d without oneDNN\\n")
+F.conv2d(x, w, padding=1)
+os.write(1, b"=== end\\n")
+"""
+logged = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
+                        env={**os.environ, "MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1"}).stdout
+sections = {}
+for part in logged.split("=== ")[1:]:
+    title, _, lines = part.partition("\n")
+    sections[title] = [line for line in lines.splitlines()
+                       if re.match(r"MKL_VERBOSE [A-Z]+\(", line) or ",exec," in line]
+
+
+def library(lines):
+    """Which library logged a call in this section, and what: 'MKL SGEMM', 'oneDNN matmul', or 'none'."""
+    for line in lines:
+        if line.startswith("MKL_VERBOSE"):
+            return "MKL " + line.split()[1].split("(")[0]
+        fields = line.split(",")
+        if "exec" in fields and fields[fields.index("exec") + 2] not in ("reorder",):
+            return "oneDNN " + fields[fields.index("exec") + 2]
+    return "none"
+
+
+mm_library = {dtype: library(sections[f"mm {dtype}"])
+              for dtype in ("float32", "float64", "complex64", "bfloat16", "int32", "int64")}
+mkl_build = blas_info == "mkl"
+blas_for_floats = (mm_library["float32"] == "MKL SGEMM" and mm_library["float64"] == "MKL DGEMM"
+                   and mm_library["complex64"] == "MKL CGEMM")
+aten_loop_for_ints = mm_library["int32"] == mm_library["int64"] == "none"
+bf16_mm_library = mm_library["bfloat16"]
+mm_f32_library = mm_library["float32"]
+conv_exec = [line.split(",") for line in sections["conv2d"] if ",exec," in line]
+conv_onednn = next((f for f in conv_exec if "convolution" in f), None)
+conv_onednn_seen = conv_onednn is not None
+conv_onednn_impl = conv_onednn[conv_onednn.index("convolution") + 1] if conv_onednn_seen else "none"
+conv_reorders = sum("reorder" in f for f in conv_exec)
+conv_blocked_layout = next((m.group(1) for f in conv_exec if "reorder" in f
+                            for m in [re.search(r"dst:f32::blocked:(\w+)", ",".join(f))] if m), "none")
+conv_without_sgemm_calls = sum(line.startswith("MKL_VERBOSE SGEMM") for line in sections["conv2d without oneDNN"])
+conv_without_one_gemm_per_image = conv_without_sgemm_calls == x.shape[0]
+
 print(f"BLAS_INFO={blas_info}; oneDNN available: {onednn_available}; "
       f"ATen/native/CPUBlas.h declares gemm and gemm_stub: {cpublas_declares_gemm}")
 print(f"torch.mm {N}x{N}: float32 (BLAS) {mm_f32_ms:.1f} ms, int32 (ATen's own loop) "
@@ -76,3 +137,9 @@ print(f"operators called inside aten::mm(float32): {', '.join(sorted(set(mm_inne
 print(f"conv2d (8,64,56,56) * (64,64,3,3): aten::_convolution called {conv_kernel}: {conv_onednn_ms:.1f} ms")
 print(f"with torch.backends.mkldnn.enabled = False: {conv_kernel_without}: {conv_native_ms:.1f} ms "
       f"({onednn_speedup:.1f}x)")
+print("second process, MKL_VERBOSE=1 ONEDNN_VERBOSE=1: who logged each call")
+for dtype, lib in mm_library.items():
+    print(f"  torch.mm 64x64 {dtype:<10} {lib}")
+print(f"  conv2d                    oneDNN convolution, {conv_onednn_impl}, after {conv_reorders} reorders "
+      f"(input to its blocked layout {conv_blocked_layout} and back, weights too)")
+print(f"  conv2d without oneDNN     MKL SGEMM x {conv_without_sgemm_calls} (a batch of {x.shape[0]} images)")
