@@ -6,8 +6,9 @@ kernel for aten::add.Tensor, whatever the dtype. The script then calls ten opera
 the result came back in another (type promotion, or an integer sum widened to int64), a
 NotImplementedError whose text is the default case of the switch in
 torch/headeronly/core/Dispatch.h ('"NAME" not implemented for 'TYPE''), or another error.
-Last, bfloat16: many kernels compute in at::opmath_type, float for bfloat16
-(ATen/OpMathType.h, read from the installed headers); addcmul on 1M bfloat16 values is
+Last, bfloat16: addcmul's CPU kernel (PointwiseOpsKernel.cpp) converts bfloat16 inputs to
+float, the type at::opmath_type also names for bfloat16 (ATen/OpMathType.h, read from the
+installed headers), and rounds once when it stores; addcmul on 1M bfloat16 values is
 compared with float32 arithmetic rounded once to bfloat16, and so is c + a * b, two
 separate bfloat16 operations that round twice.
 """
