@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 from proof_folder import Reader, dependencies, disk_reader, lay_out
 from proof_launchers import Job, Raw, SpawnLauncher, WarmLauncher
+from proof_sandbox import host
 
 SPAWN, WARM = SpawnLauncher(), WarmLauncher()
 atexit.register(WARM.close)
@@ -37,6 +38,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 _MARKER = re.compile(r"^#\s*proof:\s*(?P<name>[a-z-]+)\b[ \t]*(?P<argument>[^\n]*?)\s*$", re.MULTILINE)
 
 OK, FAILED = "ok", "failed"
+TIMED_OUT = "did not finish within"  # how the error of a proof stopped at its time limit begins
 ABSENT = "absent"  # marked '# proof: needs cuda' (or mps) on a machine without it: not run here
 
 
@@ -173,11 +175,11 @@ def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed
         output=clean_output(raw.output),
         values=report.get("values", {}),
         figures=report.get("figures", []),
-        stamp=report.get("stamp", {}),
+        stamp=report.get("stamp") or host(),  # no report (stopped, killed): the build knows where it ran
         duration_s=report.get("stamp", {}).get("duration_s", elapsed),
     )
     if raw.timed_out:
-        outcome.error = f"did not finish within {timeout:g} s and was stopped with its child processes"
+        outcome.error = f"{TIMED_OUT} {timeout:g} s and was stopped with its child processes"
         outcome.cacheable = False
     elif returncode < 0:
         name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else -returncode

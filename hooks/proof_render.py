@@ -15,7 +15,7 @@ import re
 import jinja2
 from markupsafe import Markup, escape
 from proof_assets import highlighted
-from proof_launch import ABSENT, OK, Outcome, markers
+from proof_launch import ABSENT, FAILED, OK, TIMED_OUT, Outcome, markers
 from proof_links import LinkError, ProofLink
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -102,20 +102,29 @@ def imported_packages(source: str) -> list[str]:
     return found
 
 
-def stamp_line(outcome: Outcome) -> str:
-    """Where and when the proof ran, in one line."""
-    stamp = outcome.stamp
-    if not stamp:
-        return f"ran for {outcome.duration_s:.1f} s" + (", from cache" if outcome.cached else "")
-    machine = stamp.get("machine", "unknown machine")
-    if stamp.get("cores"):
-        machine += f", {stamp['cores']} cores"
-    parts = [machine, stamp.get("os"), f"Python {stamp.get('python')}"]
+def stamp_line(run) -> str:
+    """Where, when and how long the proof ran, as a sentence: "Ran for 1.23 s on ...", "Ran for
+    0.41 s on ..., then failed", or "Stopped after 5.0 s on ..." for a proof stopped at its time
+    limit. ``run`` is an Outcome or a Recording; a stopped proof's stamp holds what the build knew."""
+    where = ", ".join(_where(run.stamp))
+    on = f" on {where}" if where else ""
+    if run.status == FAILED and (run.error or "").startswith(TIMED_OUT):
+        sentence = f"Stopped after {run.duration_s:.1f} s{on}"
+    else:
+        sentence = f"Ran for {run.duration_s:.2f} s{on}" + (", then failed" if run.status == FAILED else "")
+    return sentence + (" (from the cache)." if run.cached else ".")
+
+
+def _where(stamp: dict) -> list[str]:
+    """The stamp's facts, as the phrases of a sentence: machine (cores), OS, versions, device, date."""
+    machine = stamp.get("machine")
+    if machine and stamp.get("cores"):
+        machine += f" ({stamp['cores']} cores)"
+    python = stamp.get("python") and f"Python {stamp['python']}"
+    parts = [machine, stamp.get("os"), python]
     parts += [f"{package} {stamp[package]}" for package in ("torch", "matplotlib") if stamp.get(package)]
-    parts += [f"device: {stamp.get('device', 'cpu')}", stamp.get("date"), f"{outcome.duration_s:.2f} s"]
-    if outcome.cached:
-        parts.append("from cache")
-    return " · ".join(part for part in parts if part)
+    parts += [stamp.get("device") and f"device: {stamp['device']}", stamp.get("date") and f"at {stamp['date']}"]
+    return [part for part in parts if part]
 
 
 def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:

@@ -188,18 +188,22 @@ def _plain(value):
     return {"unsupported": type(value).__name__}
 
 
-def _stamp(duration: float) -> dict:
+def host() -> dict:
+    """Where and when this process runs: the processor, its cores, the OS, Python, the date.
+    The build asks it too (proof_launch.py), for a proof stopped before it could write a report."""
     return {
         "machine": _machine(),
         "cores": os.cpu_count(),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "matplotlib": _version("matplotlib"),
-        "device": _device(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "duration_s": duration,
     }
+
+
+def _stamp(duration: float) -> dict:
+    """The report's stamp: where it ran, and what only the proof's process knows."""
+    return dict(host(), torch=_version("torch"), matplotlib=_version("matplotlib"), device=_device(),
+                duration_s=duration)
 
 
 def _machine() -> str:

@@ -1,5 +1,8 @@
 """End to end: every way a proof or a link can fail, as the author sees it in the log and the page."""
 
+import re
+from importlib.metadata import version
+
 import pytest
 from markupsafe import escape
 
@@ -35,6 +38,26 @@ def test_failed_proof_warns_shows_error_card_and_fails_strict(site, kind):
     strict = site.build("--strict", PROOFS_TIMEOUT="1")
     assert strict.returncode == 1
     assert "Aborted with 1 warnings in strict mode!" in strict.stdout
+
+
+def test_a_failed_or_stopped_proof_says_where_and_how_long_it_ran(site):
+    """A proof stopped at its time limit wrote no report: its stamp says what the build knew."""
+    from proof_sandbox import host
+
+    facts = host()
+    machine = re.escape(f"{facts['machine']} ({facts['cores']} cores), {facts['os']}, Python {facts['python']}")
+    date = r"at \d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    versions = re.escape(f", torch {version('torch')}, matplotlib {version('matplotlib')}, device: cpu")
+    site.proof("sleeps.py", "import time\ntime.sleep(30)\n")
+    site.proof("fails.py", FAILURES["raises"][0])
+    site.page("index.md", "# Home\n\n[sleeps.py](../proofs/sleeps.py)\n\n[fails.py](../proofs/fails.py)\n")
+    site.build(PROOFS_TIMEOUT="1")
+    stamps = re.findall(r'<p class="proof-card__stamp">(.*?)</p>', site.html())
+    assert len(stamps) == 2
+    stopped = re.fullmatch(rf"Stopped after (\d+\.\d) s on {machine}, {date}\.", stamps[0])
+    assert stopped and 1.0 <= float(stopped[1]) < 5, stamps[0]
+    failed = re.fullmatch(rf"Ran for (\d+\.\d\d) s on {machine}{versions}, {date}, then failed\.", stamps[1])
+    assert failed and float(failed[1]) < 5, stamps[1]
 
 
 def test_traceback_on_the_card_is_the_proofs_own(site):

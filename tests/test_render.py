@@ -66,11 +66,19 @@ def test_source_is_folded_unless_the_proof_asks_to_show_it():
     assert '<details class="proof-card__source" open>' in shown
 
 
-def test_stamp_line():
-    assert stamp_line(outcome(cached=True)) == (
-        "Some CPU, 2 cores · Linux 6.1 · Python 3.11.7 · torch 2.13.0+cpu · matplotlib 3.11.2 · "
-        "device: cpu · 2026-11-29 10:00 UTC · 1.23 s · from cache"
-    )
+def test_stamp_line_is_a_sentence_that_says_how_the_run_ended():
+    where = ("Some CPU (2 cores), Linux 6.1, Python 3.11.7, torch 2.13.0+cpu, matplotlib 3.11.2, device: cpu, "
+             "at 2026-11-29 10:00 UTC")
+    assert stamp_line(outcome(cached=True)) == f"Ran for 1.23 s on {where} (from the cache)."
+    assert stamp_line(outcome(status=FAILED, error="raised KeyError: 'key' at line 4")) == (
+        f"Ran for 1.23 s on {where}, then failed.")
+    # stopped at its time limit, no report: what the build knew of the machine
+    host = {key: STAMP[key] for key in ("machine", "cores", "os", "python", "date")}
+    stopped = outcome(status=FAILED, stamp=host, duration_s=5.02,
+                      error="did not finish within 5 s and was stopped with its child processes")
+    assert stamp_line(stopped) == (
+        "Stopped after 5.0 s on Some CPU (2 cores), Linux 6.1, Python 3.11.7, at 2026-11-29 10:00 UTC.")
+    assert stamp_line(outcome(stamp={}, duration_s=0.5)) == "Ran for 0.50 s."
 
 
 def test_value_formats():
@@ -192,7 +200,7 @@ def test_card_shows_everything_and_escapes_output():
     assert ('<img class="proof-card__image" src="f-light.svg#only-light" alt="A &lt;title&gt;" width="614" '
             'height="461" loading="lazy" decoding="async">') in html
     assert 'src="f-dark.svg#only-dark"' in html
-    assert "Ran on Some CPU, 2 cores" in html
+    assert '<p class="proof-card__stamp">Some CPU, 2 cores</p>' in html
 
 
 def test_failed_card_says_why():
