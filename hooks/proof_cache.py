@@ -101,6 +101,10 @@ class ProofCache:
         for stale in entries[KEEP_PER_PROOF:]:
             _remove(stale)
 
+    def forget(self, proof: str, key: str) -> None:
+        """Remove the entry, so that no later build recalls it."""
+        _remove(self._path(proof, key))
+
     def _sweep_partials(self) -> None:
         """Remove temporary files that a build killed mid-write left behind (old ones only:
         a newer one may belong to a build running now)."""

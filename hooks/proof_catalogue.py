@@ -1,18 +1,23 @@
 """Stage 5: the catalogue page at ``proofs/``, listing every proof and how it fared.
 
-``catalogue_markdown`` is a pure function of the entries; the glue writes its result into the
-site with mkdocs-gen-files. Proofs are grouped by the page that shows their card (on this site,
-one group per part of the series), in the site's order.
+``entries`` gathers what the build knows about each proof; ``catalogue_markdown`` is a pure
+function of the entries, whose result the glue writes into the site with mkdocs-gen-files. Proofs
+are grouped by the page that shows their card (on this site, one group per part of the series),
+in the site's order. The claims column counts the claims pages make and their thinnest margin.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from proof_claims import Judged, margin_text
+from proof_links import CARD
 from proof_launch import ABSENT, OK, Outcome
-from proof_render import anchor
+from proof_render import anchor, summary
+from proof_verdicts import thinnest
 
 PAGE = "proofs/index.md"
 
@@ -32,15 +37,39 @@ class Entry:
     summary: str
     citations: list[tuple[str, str]] = field(default_factory=list)  # (page title, Markdown href)
     outcome: Outcome | None = None
-    claims: list[bool] = field(default_factory=list)  # each claim pages make about it: does it hold?
+    claims: list[Judged] = field(default_factory=list)  # the claims pages make about it, as judged
     recorded: list[tuple[str, bool]] = field(default_factory=list)  # (label, stale) of each recording
     home: Home | None = None  # where its card is; None: no page shows it
+
+
+def entries(proofs: list[str], pages: dict[str, tuple[str, list]], order: list[str], know) -> list[Entry]:
+    """Each proof's entry: ``pages`` maps a page (under docs/) to its title and resolved links,
+    ``order`` lists pages in site order, ``know`` is the build's proof_pages.Knowledge."""
+    found = {proof: Entry(proof, summary(know.runs.source(proof))) for proof in proofs}
+    for uri, (title, links) in pages.items():
+        page_href = href(uri, PAGE)
+        cards = list(dict.fromkeys(p for link, p, _ in links if link.kind == CARD))
+        for proof in dict.fromkeys(p for _, p, _ in links if p in found):
+            found[proof].citations.append((title, page_href + ("#" + anchor(proof) if proof in cards else "")))
+            if know.card_home.get(proof) == uri:
+                found[proof].home = Home(title, page_href, order.index(uri), cards.index(proof))
+    for proof, entry in found.items():
+        entry.outcome = know.runs.outcomes.get(proof)
+        if entry.outcome is not None:
+            entry.claims = know.judged(proof)
+        entry.recorded = [(r.label, bool(know.stale(r))) for r in know.recorded(proof)]
+    return list(found.values())
+
+
+def href(target_uri: str, from_uri: str) -> str:
+    """A Markdown link from one page source to another, which MkDocs turns into a URL."""
+    return posixpath.relpath(target_uri, posixpath.dirname(from_uri) or ".")
 
 
 def catalogue_markdown(entries: list[Entry]) -> str:
     ran = [e for e in entries if e.outcome]
     failed = sum(e.outcome.status not in (OK, ABSENT) for e in ran)
-    claims = [held for entry in entries for held in entry.claims]
+    claims = [judged.held for entry in entries for judged in entry.claims]
     lines = [
         "# Proofs",
         "",
@@ -97,14 +126,18 @@ def _row(entry: Entry) -> str:
     return f"| {proof} | {_cell(entry.summary)} | {cited} | {claims_cell(entry.claims)} | {result} |"
 
 
-def claims_cell(claims: list[bool]) -> str:
-    """How many claims pages make about a proof, and how many hold: '3, all hold', '1 of 2 holds'."""
+def claims_cell(claims: list[Judged]) -> str:
+    """How many claims pages make about a proof, how many hold, and the thinnest margin among
+    those: '3, all hold; thinnest margin 23%', '1 of 2 holds'."""
     if not claims:
         return "none"
-    held = sum(claims)
+    held = sum(judged.held for judged in claims)
     if held == len(claims):
-        return f"{held}, {'it holds' if held == 1 else 'all hold'}"
-    return f"{held} of {len(claims)} {'holds' if held == 1 else 'hold'}"
+        cell = f"{held}, {'it holds' if held == 1 else 'all hold'}"
+    else:
+        cell = f"{held} of {len(claims)} {'holds' if held == 1 else 'hold'}"
+    margin = thinnest(claims)
+    return cell + (f"; thinnest margin {margin_text(margin)}" if margin is not None else "")
 
 
 def _cell(text: str) -> str:

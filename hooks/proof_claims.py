@@ -65,6 +65,7 @@ class Verdict:
     held: bool
     values: dict  # {"name" or "name@machine": value as read}
     condition: Condition
+    margin: float | None = None  # how far from flipping, as a fraction (see margin()); None: exact
 
     def check(self) -> str:
         """What was checked and what was seen, e.g. ``matmul_speedup = 1.63 > 1.2``."""
@@ -120,7 +121,8 @@ def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> 
     held = _evaluate(condition.tree, read)
     if not isinstance(held, bool):  # a lone name that holds a number
         raise ClaimError(f"'{condition.text}' is a number ({shown(held)}), not a claim: compare it, e.g. '> 1'")
-    return Verdict(held, values, condition)
+    distance = _margin(condition.tree, read)
+    return Verdict(held, values, condition, distance if math.isfinite(distance) else None)
 
 
 def values_lookup(values: Mapping[str, object], proof: str,
@@ -369,6 +371,60 @@ def _evaluate(tree: tuple, read: Callable):
     return all(parts) if head == "and" else any(parts)
 
 
+def _margin(tree: tuple, read: Callable) -> float:
+    """How far a condition is from flipping, as a signed fraction: positive where it holds.
+
+    A comparison ``a > b`` (or ``>=``) is ``(a - b) / |b|``, ``a < b`` (or ``<=``) is ``(b - a) / |b|``:
+    relative to the right-hand side, or to the left where the right is zero. A chain and ``and``
+    take the smallest, ``or`` the largest, ``not`` negates. A comparison that reads no float value
+    (only integers and booleans, or ``==``/``!=``), and a boolean value, are exact: ``+inf`` where
+    they hold, ``-inf`` where they do not. The tree has been judged already, so nothing here raises.
+    """
+    head = tree[0]
+    if head == "name":  # a boolean standing alone
+        return math.inf if read(tree[1], tree[2]) else -math.inf
+    if head == "not":
+        return -_margin(tree[1], read)
+    if head in ("and", "or"):
+        parts = [_margin(side, read) for side in tree[1:]]
+        return min(parts) if head == "and" else max(parts)
+    operands = [_evaluate(side, read) for side in tree[2:]]
+    sides = [_reads_float(side, read) for side in tree[2:]]
+    margins = []
+    for index, op in enumerate(tree[1]):
+        left, right = operands[index], operands[index + 1]
+        if op in ("==", "!=") or not (sides[index] or sides[index + 1]):
+            margins.append(math.inf if _compare(op, left, right) else -math.inf)
+            continue
+        gap = left - right if op in (">", ">=") else right - left
+        scale = abs(right) or abs(left)
+        margins.append(gap / scale if scale else 0.0)
+    return min(margins)
+
+
+def _reads_float(tree: tuple, read: Callable) -> bool:
+    """Whether an arithmetic expression reads a measured float (not only integers and literals)."""
+    head = tree[0]
+    if head == "name":
+        value = read(tree[1], tree[2])
+        return isinstance(value, float)
+    if head == "negate":
+        return _reads_float(tree[1], read)
+    if head == "arith":
+        return _reads_float(tree[2], read) or _reads_float(tree[3], read)
+    return False
+
+
+def margin_text(margin: float | None) -> str | None:
+    """A margin as the card shows it: ``23%``, ``7.5%``, ``-14%``; None for an exact claim."""
+    if margin is None:
+        return None
+    if math.isnan(margin):
+        return "unknown"
+    percent = margin * 100
+    return f"{percent:.1f}%" if abs(percent) < 10 else f"{percent:.0f}%"
+
+
 def _number(value, tree: tuple) -> float:
     if isinstance(value, bool):
         raise ClaimError(f"'{_describe(tree)}' is a boolean ({value}); use it alone or with and/or/not, "
@@ -425,6 +481,7 @@ class Judged:
     held: bool
     check: str  # what was checked, for the claim's title: "matmul_speedup = 1.63 > 1.2"
     problem: str | None  # why it does not hold, for the warning; None when it holds
+    margin: float | None = None  # how far from flipping (Verdict.margin); None: exact, or not judged
 
 
 def judge_claim(condition: str, values: Mapping[str, object], proof: str, failure: str | None,
@@ -440,5 +497,5 @@ def judge_claim(condition: str, values: Mapping[str, object], proof: str, failur
         return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked")
     verdict = judge(parsed, values_lookup(values, proof, recorded))
     if verdict.held:
-        return Judged(True, verdict.check(), None)
-    return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})")
+        return Judged(True, verdict.check(), None, verdict.margin)
+    return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})", verdict.margin)

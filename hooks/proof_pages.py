@@ -18,24 +18,17 @@ import proof_links
 import proof_render
 from proof_launch import ABSENT, OK
 from proof_runs import Runs
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim a page makes about a proof, where the card can link back to it."""
-
-    page_url: str  # e.g. "part-0/"
-    title: str  # the page's title
-    link: proof_links.ProofLink
-    id: str  # the claim's HTML id on that page
+from proof_verdicts import Claim, Verdicts
 
 
 class Knowledge:
-    def __init__(self, runs: Runs, recordings: dict, relative_url: Callable[[str, str], str]):
+    def __init__(self, runs: Runs, recordings: dict, relative_url: Callable[[str, str], str],
+                 thin_margin: float | None = None):
         self.runs = runs
         self.recordings = recordings  # {label: {proof: Recording}} (proof_recordings.read_all)
         self.relative_url = relative_url  # (target URL, from page URL) -> a URL relative to the page
-        self.claims: dict[str, list[Claim]] = {}  # proof -> the claims pages make about it
+        self.verdicts = Verdicts(thin_margin)  # every claim pages make, judged once per build
+        self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
         self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
         self._stale: dict[tuple, str | None] = {}  # (label, proof) -> why it is stale, asked once per build
@@ -60,6 +53,18 @@ class Knowledge:
         if key not in self._stale:
             self._stale[key] = recording.stale_because(self.runs.proofs_dir, self.runs.read)
         return self._stale[key]
+
+    def recording_problems(self, cited: list[str], unreadable: list[str]) -> list[str]:
+        """What to warn about recordings, once per build: those that cannot be read, and those of
+        cited proofs made from other bytes than the proof holds now."""
+        problems = list(unreadable)
+        for proof in cited:
+            for recording in self.recorded(proof):
+                reason = self.stale(recording)
+                if reason:
+                    problems.append(f"proofs/{proof}: the recording '{recording.label}' is stale: {reason}; record "
+                                    f"it again with PROOFS_RECORD={recording.label} mkdocs build")
+        return problems
 
     def value_source(self, link, proof: str, outcome) -> tuple:
         """The run a value link reads, and how to say where; a LinkError when there is none."""
@@ -90,23 +95,54 @@ class Knowledge:
                 ids[link.start] = proof_render.claim_anchor(proof, counts[proof])
         return ids
 
-    def add_claims(self, page_url: str, title: str, resolved: list) -> None:
+    def add_page(self, src_uri: str, page_url: str, title: str, shown: str, resolved: list) -> None:
+        """What a page links to, found before any page renders: its claims, and the cards it shows."""
         ids = self.claim_ids(resolved)
         for link, proof, _ in resolved:
             if proof and link.kind == proof_links.CLAIM:
-                self.claims.setdefault(proof, []).append(Claim(page_url, title, link, ids[link.start]))
+                self.verdicts.add(proof, Claim(page_url, title, shown, link, ids[link.start]))
+            elif proof and link.kind == proof_links.CARD:
+                self.card_home.setdefault(proof, src_uri)
 
-    def judged(self, proof: str, link, outcome) -> proof_claims.Judged:
+    def settle(self, proofs: list[str], report: Callable[[str], None]) -> None:
+        """Judge every claim once, running a proof again where one did not settle (proof_verdicts.py);
+        a run whose claims still do not settle is not kept in the cache."""
+        unsettled = self.verdicts.settle(
+            proofs,
+            judge=self._judge_claim,
+            retryable=lambda proof: self.runs.outcome(proof).status == OK and proof not in self.runs.kept,
+            again=self.runs.run_again,
+            report=report,
+        )
+        for proof in unsettled:
+            self.runs.not_final(proof)
+
+    def claim(self, proof: str, page_url: str, shown: str, link, claim_id: str) -> Claim:
+        """The claim a page makes at ``claim_id``, as add_page found it. One the page's file did not
+        hold then (another plugin wrote it, or the file changed since) is judged now, once."""
+        for claim in self.verdicts.claims.get(proof, []):
+            if claim.page_url == page_url and claim.id == claim_id and claim.link.condition == link.condition:
+                return claim
+        claim = Claim(page_url, shown, shown, link, claim_id)
+        self.verdicts.add(proof, claim)
+        self.verdicts.settle([proof], self._judge_claim, retryable=lambda proof: False, again=None, report=None,
+                             only=[claim])
+        return claim
+
+    def _judge_claim(self, proof: str, claim: Claim) -> proof_claims.Judged:
+        return self._judge(proof, claim.link, self.runs.outcome(proof))
+
+    def _judge(self, proof: str, link, outcome) -> proof_claims.Judged:
         """The claim judged against this build's run and the recordings; ClaimError if it cannot be."""
         failure = outcome.error if outcome.status != OK else None
         recorded = {label: run.values for label, run in self.by_machine(proof).items()}
         return proof_claims.judge_claim(link.condition, outcome.values, f"proofs/{proof}", failure, recorded)
 
-    def holds(self, proof: str, link, outcome) -> bool:
-        try:
-            return self.judged(proof, link, outcome).held
-        except proof_claims.ClaimError:
-            return False
+    def judged(self, proof: str) -> list[proof_claims.Judged]:
+        """The verdicts on the claims pages make about ``proof`` (those that could be judged)."""
+        found = [self.verdicts.verdict(claim) for claim in self.verdicts.claims.get(proof, [])]
+        return [v if isinstance(v, proof_claims.Judged) else proof_claims.Judged(False, str(v), str(v))
+                for v in found]
 
     # ---- cards -------------------------------------------------------------------------------
 
@@ -139,16 +175,17 @@ class Knowledge:
                           "stale": self.stale(run) if label else None, "stamp": proof_render.stamp_line(run)})
         return shown
 
-    def card_claims(self, proof: str, outcome, page_url: str) -> list[dict]:
+    def card_claims(self, proof: str, page_url: str) -> list[dict]:
         """What every page claims from ``proof``, judged against this build, for the card to list."""
         shown = []
-        for claim in self.claims.get(proof, []):
-            try:
-                judged = self.judged(proof, claim.link, outcome)
-            except proof_claims.ClaimError as error:
-                judged = proof_claims.Judged(False, f"cannot be checked: {error}", str(error))
+        for claim in self.verdicts.claims.get(proof, []):
+            judged = self.verdicts.verdict(claim)
+            if isinstance(judged, proof_claims.ClaimError):
+                judged = proof_claims.Judged(False, f"cannot be checked: {judged}", str(judged))
             shown.append({"text": claim.link.text, "page": claim.title, "held": judged.held, "check": judged.check,
-                          "href": self.relative_url(claim.page_url, page_url) + "#" + claim.id})
+                          "href": self.relative_url(claim.page_url, page_url) + "#" + claim.id,
+                          "margin": proof_claims.margin_text(judged.margin) if judged.held else None,
+                          "retry": self.verdicts.retry_note(claim)})
         return shown
 
     def source_url(self, proof: str, page_url: str) -> str | None:

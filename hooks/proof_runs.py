@@ -11,6 +11,7 @@ every proof in a fresh interpreter instead of forking it from the warm one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -23,6 +24,10 @@ from proof_launch import ABSENT, OK, Outcome, absent, missing_hardware, run_proo
 from proof_recordings import check_label
 
 DEFAULT_TIMEOUT = 300.0
+# Runs whose claims did not settle are not kept in the cache (proof_verdicts.py), so the next build
+# runs them again. Within one process (mkdocs serve rebuilding after an edit to the prose), they are
+# kept here instead, by cache key, so that a prose edit never runs a proof.
+_NOT_FINAL: dict[str, Outcome] = {}
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ class Runs:
         self.cache = cache
         self.settings = settings
         self.outcomes: dict[str, Outcome] = {}
-        self.ran = self.recalled = self.failed = self.absent = 0
+        self.ran = self.recalled = self.failed = self.absent = self.again = 0
+        self.kept: set[str] = set()  # proofs whose outcome this process ran earlier and did not cache
         self.seconds = 0.0
         self._files: dict[str, bytes | None] = {}
         self._reading = threading.Lock()
@@ -122,6 +128,29 @@ class Runs:
             self.seconds += time.perf_counter() - started
         return self.outcomes[proof]
 
+    def run_again(self, proof: str) -> Outcome:
+        """Run ``proof`` once more, now and alone, and keep that run instead of the one before."""
+        started = time.perf_counter()
+        previous = self.outcomes.pop(proof, None)
+        if previous is not None:  # the earlier run no longer counts in the summary
+            self.failed -= previous.status not in (OK, ABSENT)
+            if previous.cached:
+                self.recalled -= 1
+            else:
+                self.ran -= 1
+        self.kept.discard(proof)
+        self._record(proof, self._run(proof)[1])
+        self.again += 1
+        self.seconds += time.perf_counter() - started
+        return self.outcomes[proof]
+
+    def not_final(self, proof: str) -> None:
+        """The outcome of ``proof`` is not to be recalled by a later build (a claim on it did not
+        settle): it leaves the cache, and only this process remembers it."""
+        key = self._key(proof)
+        self.cache.forget(proof, key)
+        _NOT_FINAL[key] = self.outcomes[proof]
+
     def _record(self, proof: str, outcome: Outcome) -> None:
         self.outcomes[proof] = outcome
         if outcome.status == ABSENT:
@@ -140,7 +169,11 @@ class Runs:
     def _recall(self, proof: str) -> Outcome | None:
         if self.settings.rerun:
             return None
-        return self.cache.load(proof, self._key(proof), self.proofs_dir, self.read)
+        key = self._key(proof)
+        if key in _NOT_FINAL:
+            self.kept.add(proof)
+            return dataclasses.replace(_NOT_FINAL[key], cached=True)
+        return self.cache.load(proof, key, self.proofs_dir, self.read)
 
     def _run(self, proof: str) -> tuple[str, Outcome]:
         """Run ``proof`` (in a worker thread) and store what it made; the caller records it."""
@@ -155,8 +188,9 @@ class Runs:
 
     def summary(self) -> str:
         absent = f", {self.absent} not run (hardware this machine lacks)" if self.absent else ""
+        again = f" ({self.again} of them a second time, for a claim)" if self.again else ""
         return (
-            f"{self.ran} ran, {self.recalled} from cache, {self.failed} failed{absent}, "
+            f"{self.ran} ran{again}, {self.recalled} from cache, {self.failed} failed{absent}, "
             f"{self.seconds:.1f} s getting them"
         )
 

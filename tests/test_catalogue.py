@@ -1,17 +1,20 @@
 """Stage 5: the catalogue page's Markdown."""
 
-from proof_catalogue import Entry, Home, catalogue_markdown, nav_order, with_lazy_tables
+from proof_catalogue import Entry, Home, catalogue_markdown, claims_cell, nav_order, with_lazy_tables
+from proof_claims import Judged
 from proof_launch import FAILED, OK, Outcome
+
+HELD, FAILS = Judged(True, "x = 2 > 1", None, 1.0), Judged(False, "x = 0.5, needs > 1", "x = 0.5, needs > 1")
 
 
 def test_catalogue_lists_every_proof_with_its_fate():
     home = Home("Home", "../index.md", 0, 0)
     entries = [
         Entry("b.py", "Fails | loudly.", [("Home", "../index.md#proof-b")],
-              Outcome(status=FAILED, output="", error="exited with status 2", duration_s=0.5), [False],
+              Outcome(status=FAILED, output="", error="exited with status 2", duration_s=0.5), [FAILS],
               home=home._replace(position=1)),
         Entry("a.py", "Adds.", [("Home", "../index.md#proof-a"), ("Part 0", "../part-0.md#proof-a")],
-              Outcome(status=OK, output="", duration_s=1.25, cached=True), [True, False, True], home=home),
+              Outcome(status=OK, output="", duration_s=1.25, cached=True), [HELD, FAILS, HELD], home=home),
         Entry("sub/c.py", "Unused."),
     ]
     assert catalogue_markdown(entries).splitlines()[4:] == [
@@ -24,7 +27,7 @@ def test_catalogue_lists_every_proof_with_its_fate():
         "| Proof | What it shows | Cited by | Claims | Last run |",
         "| --- | --- | --- | --- | --- |",
         '| <span id="proof-a"></span>[a.py](a.py) | Adds. | [Home](../index.md#proof-a), '
-        "[Part 0](../part-0.md#proof-a) | 2 of 3 hold | passed, 1.25 s, from cache |",
+        "[Part 0](../part-0.md#proof-a) | 2 of 3 hold; thinnest margin 100% | passed, 1.25 s, from cache |",
         '| <span id="proof-b"></span>[b.py](b.py) | Fails \\| loudly. | [Home](../index.md#proof-b) | '
         "0 of 1 hold | failed: exited with status 2, 0.50 s, ran in this build |",
         "",
@@ -61,11 +64,12 @@ def test_nav_order_lists_pages_of_a_nested_nav():
     assert nav_order(None) == []
 
 
-def test_claims_cell_counts_what_holds():
-    from proof_catalogue import claims_cell
-
-    assert [claims_cell(c) for c in ([], [True], [True, True], [False], [True, False, False])] == [
+def test_claims_cell_counts_what_holds_and_the_thinnest_margin():
+    exact, thin = Judged(True, "n = 3 > 2", None, None), Judged(True, "x = 1.05 > 1", None, 0.05)
+    assert [claims_cell(c) for c in ([], [exact], [exact, exact], [FAILS], [exact, FAILS, FAILS])] == [
         "none", "1, it holds", "2, all hold", "0 of 1 hold", "1 of 3 holds"]
+    assert claims_cell([HELD, thin, exact]) == "3, all hold; thinnest margin 5.0%"
+    assert claims_cell([HELD, FAILS]) == "1 of 2 holds; thinnest margin 100%"  # among those that hold
 
 
 def test_no_claims_no_claims_sentence():

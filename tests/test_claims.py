@@ -228,3 +228,52 @@ def test_names_with_a_machine_read_that_machines_recording():
     # a proof that did not run here: claims on a recording still hold, claims on this build do not
     assert judge_claim("ready_us@h200 > 1", {}, "proofs/p.py", "needs cuda, which this machine lacks", recorded).held
     assert not judge_claim("speedup > 1", VALUES, "proofs/p.py", "needs cuda, which this machine lacks").held
+
+
+# ---- margins: how far a claim is from flipping ----------------------------------------------
+
+
+def margin(condition: str, values=VALUES):
+    return judge(parse(condition), values_lookup(values, "proofs/p.py")).margin
+
+
+@pytest.mark.parametrize(
+    "condition, expected",
+    [
+        ("speedup > 1.2", (1.63 - 1.2) / 1.2),  # a > b: (a - b) / |b|
+        ("speedup >= 1.63", 0.0),
+        ("slow < 1", (1 - 0.85) / 1),  # a < b: (b - a) / |b|
+        ("speedup > 2", (1.63 - 2) / 2),  # negative where it does not hold
+        ("0.8 < slow < 1", min((0.85 - 0.8) / 0.85, (1 - 0.85) / 1)),  # a chain: the smallest
+        ("speedup > 1.2 and slow < 1", min(0.43 / 1.2, 0.15)),  # and: the smallest
+        ("speedup > 2 or slow < 1", 0.15),  # or: the largest
+        ("not speedup > 2", (2 - 1.63) / 2),  # not: negated
+        ("speedup > -1", (1.63 + 1) / 1),  # relative to |b|
+        ("speedup * 2 > slow + 1", (3.26 - 1.85) / 1.85),  # arithmetic on either side
+        ("speedup > 0", 1.0),  # b = 0: relative to a instead
+        ("matches and speedup > 1.2", 0.43 / 1.2),  # a boolean that holds does not thin it
+    ],
+)
+def test_a_comparison_on_a_measured_float_has_a_margin(condition, expected):
+    assert margin(condition) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["a > b", "a > 1.5", "2 * a > b", "a == 3", "speedup == 1.63", "speedup != 1", "matches", "not broken",
+     "matches or speedup > 2", "matches and a > b"],
+)
+def test_exact_comparisons_of_integers_booleans_and_equalities_have_none(condition):
+    assert margin(condition) is None
+
+
+def test_a_claim_that_fails_on_an_exact_part_has_no_margin_either():
+    assert margin("broken and speedup > 1.2") is None  # it cannot hold whatever the float does
+    assert judge_claim("broken or speedup > 1.2", VALUES, "proofs/p.py", None).margin == pytest.approx(0.43 / 1.2)
+
+
+def test_margin_text_is_a_percentage():
+    from proof_claims import margin_text
+
+    assert [margin_text(m) for m in (None, 0.234, 0.075, -0.14, 12.5, 0.0)] == [
+        None, "23%", "7.5%", "-14%", "1250%", "0.0%"]

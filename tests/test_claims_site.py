@@ -40,11 +40,11 @@ def test_true_claims_render_checked_and_the_build_passes_strictly(site):
             'grad_matches and (matmul_speedup + python_speedup) / 2 &gt; 1">match</a>') in html
     # the card lists what pages claim from it, each linking back to the sentence
     assert ('<li class="proof-claim proof-claim--held"><a href="./#claim-gil-1">finished faster</a> (Home): '
-            "<code>matmul_speedup = 1.63 &gt; 1.2</code>, holds</li>") in html
+            "<code>matmul_speedup = 1.63 &gt; 1.2</code>, holds, margin 36%</li>") in html
     assert html.count('<li class="proof-claim proof-claim--held">') == 3
     catalogue = site.html("proofs/index.html")
     assert "Pages rest 3 claims on them; 3 hold in this build." in catalogue
-    assert "<td>3, all hold</td>" in catalogue
+    assert "<td>3, all hold; thinnest margin 24%</td>" in catalogue
 
 
 def test_a_false_claim_is_marked_failed_warns_and_fails_strict(site):
@@ -70,7 +70,7 @@ def test_claims_on_another_page_are_listed_on_the_card_with_links_back(site):
     site.page("deep/part.md", "# Part one\n\nIt [was faster](../../proofs/gil.py#?matmul_speedup>1).\n")
     assert site.build("--strict").returncode == 0
     assert ('<li class="proof-claim proof-claim--held"><a href="deep/part/#claim-gil-1">was faster</a> '
-            "(Part one): <code>matmul_speedup = 1.63 &gt; 1</code>, holds</li>") in site.html()
+            "(Part one): <code>matmul_speedup = 1.63 &gt; 1</code>, holds, margin 63%</li>") in site.html()
     assert '<a href="../../#proof-gil" title="checked when built: matmul_speedup = 1.63 &gt; 1">was faster</a>' in (
         site.html("deep/part/index.html"))
 
