@@ -4,10 +4,13 @@ A 1x3x2x3 image (3 channels, 2x3 pixels) is made contiguous in the default layou
 torch.channels_last. The proof prints both stride tuples, reads each storage in order to
 show which (channel, row, column) sits in each cell, checks is_contiguous against both
 memory formats, and then follows the layout through operations: an elementwise op, a mixed
-add, a 1x1 convolution, view and reshape. c10/core/MemoryFormat.h computes the
-channels-last strides; the proof checks that this function ships in the package's headers.
+add, a 1x1 convolution, clone (whose default is torch.preserve_format), view and reshape.
+c10/core/MemoryFormat.h computes the channels-last strides in get_channels_last_strides_2d:
+the proof reads that function's four-dimensional case from the header the package ships,
+evaluates its assignments for two shapes, and compares them with the strides PyTorch gave.
 """
 import os
+import re
 
 import matplotlib.pyplot as plt
 import torch
@@ -65,10 +68,47 @@ reshape_flat_copies = cl.reshape(N, -1).data_ptr() != cl.data_ptr()
 print(f"relu(cl) keeps channels_last strides: {relu_keeps}; conv(cl) is channels_last: {conv_keeps}")
 print(f"cl + x is channels_last: {mixed_first_cl}; x + cl is contiguous: {mixed_first_nchw}")
 print(f"cl.view(1, -1) works: {view_flat_works}; cl.reshape(1, -1) copies: {reshape_flat_copies}")
+
+# clone() keeps the layout too: its default memory_format, torch.preserve_format, copies the
+# strides of a dense input as they are, so it is not contiguous().
+clone_keeps_cl = cl.clone().stride() == cl.stride()
+xt = torch.rand(3, 4).t()
+clone_keeps_transpose = xt.clone().stride() == xt.stride() != xt.contiguous().stride()
+print(f"cl.clone() keeps channels_last strides: {clone_keeps_cl}; a transpose's clone() keeps "
+      f"its strides {xt.clone().stride()}, contiguous() gives {xt.contiguous().stride()}: {clone_keeps_transpose}")
+
+# The function in c10/core/MemoryFormat.h that computes these strides: its 4-d case, read from
+# the shipped header and evaluated statement by statement.
 memory_format_h = os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "MemoryFormat.h")
 with open(memory_format_h, encoding="utf-8") as f:
-    strides_fn_in_header = "get_channels_last_strides_2d" in f.read()
-print(f"get_channels_last_strides_2d in c10/core/MemoryFormat.h: {strides_fn_in_header}")
+    header_text = f.read()
+body = header_text[header_text.index("get_channels_last_strides_2d(ArrayRef<T> sizes)"):]
+case4 = body[body.index("case 4:"):body.index("return strides;")]
+assignments = re.findall(r"strides\[(\d)\] = ([^;]+);", case4)
+if len(assignments) != 4:
+    raise RuntimeError(f"get_channels_last_strides_2d's 4-d case has changed: {case4!r}")
+
+
+def header_strides(sizes):
+    """Strides as the header's assignments compute them, in the header's order."""
+    strides = [None] * 4
+    for index, expression in assignments:
+        value = 1
+        for factor in expression.split("*"):
+            factor = factor.strip()
+            ref = re.fullmatch(r"(strides|sizes)\[(\d)\]", factor)
+            value *= int(factor) if ref is None else (strides if ref[1] == "strides" else sizes)[int(ref[2])]
+        strides[int(index)] = value
+    return tuple(strides)
+
+
+other_shape = (2, 5, 4, 3)
+header_formula_matches = (header_strides(tuple(x.shape)) == cl.stride() and header_strides(other_shape)
+                          == torch.empty(other_shape, memory_format=torch.channels_last).stride())
+print("get_channels_last_strides_2d, case 4 (c10/core/MemoryFormat.h): "
+      + "; ".join(f"strides[{i}] = {e}" for i, e in assignments))
+print(f"  gives {header_strides(tuple(x.shape))} for {tuple(x.shape)} and {header_strides(other_shape)} for "
+      f"{other_shape}, PyTorch's own strides: {header_formula_matches}")
 
 # Figure: each storage drawn as a row of cells in address order, coloured by channel,
 # labelled with the pixel (row, column) it holds.

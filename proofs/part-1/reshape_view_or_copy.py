@@ -1,7 +1,8 @@
 """reshape returns a view when strides can express the new shape, and copies only when they cannot.
 
 First, is_contiguous: it compares the strides with row-major ones, ignoring dimensions of
-size 1, and contiguous() returns the tensor itself when they match. Then the same 2x3x4
+size 1 (and calls a tensor with no elements contiguous whatever its strides), and
+contiguous() returns the tensor itself when they match. Then the same 2x3x4
 tensor is reshaped three ways, each inside the autograd profiler (torch.autograd.profiler,
 legacy mode, which lists the ATen operators that ran): contiguous input, a transposed input
 whose new shape only splits a dimension, and a transposed input whose new shape merges the
@@ -45,11 +46,13 @@ cases = {
     "m[:, :2]": m[:, :2],
     "m.t()": m.t(),
     "zeros(4, 1).t()": torch.zeros(4, 1).t(),
+    "empty(0, 3), stride (1, 7)": torch.empty(0, 3).as_strided((0, 3), (1, 7)),
 }
-print(f"{'tensor':<18}{'size':<9}{'stride':<9}is_contiguous")
+print(f"{'tensor':<28}{'size':<9}{'stride':<9}is_contiguous")
 for name, t in cases.items():
-    print(f"{name:<18}{str(tuple(t.shape)):<9}{str(t.stride()):<9}{t.is_contiguous()}")
+    print(f"{name:<28}{str(tuple(t.shape)):<9}{str(t.stride()):<9}{t.is_contiguous()}")
 size1_transpose_contiguous = cases["zeros(4, 1).t()"].is_contiguous()
+empty_always_contiguous = cases["empty(0, 3), stride (1, 7)"].is_contiguous()
 contiguous_returns_self = m.contiguous() is m
 transposed_contiguous_copies = m.t().contiguous().data_ptr() != m.data_ptr()
 print(f"m.contiguous() is m: {contiguous_returns_self}; "

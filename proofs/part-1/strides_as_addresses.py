@@ -5,7 +5,10 @@ views are laid over it: a column, the diagonal, a row repeated by expand (stride
 windows made by unfold (overlapping reads) and a Hankel matrix made by as_strided with
 strides (1, 1). For each view the proof computes every element's address from the size,
 stride and offset, checks it against the value actually read, and counts how many times each
-storage cell is read. It ends with as_strided asked to read past the end of the storage.
+storage cell is read. It ends with what PyTorch refuses: as_strided asked to read past the end
+of the storage or given a negative stride, and an in-place write into the expanded view, whose
+elements share cells; and with the same write into the Hankel view, which overlaps in a way
+that check does not detect.
 """
 import itertools
 
@@ -62,6 +65,38 @@ except RuntimeError as err:
 out_of_bounds_raises = "out of bounds" in out_of_bounds_error
 print("storage.as_strided((4, 4), (4, 2)) raises:")
 print("  " + out_of_bounds_error)
+
+
+def error_of(fn):
+    """The message of the RuntimeError fn raises, or '' if it runs."""
+    try:
+        fn()
+        return ""
+    except RuntimeError as err:
+        return str(err)
+
+
+# No negative strides: PyTorch has none (which is also why flip() copies).
+negative_stride_error = error_of(lambda: storage.as_strided((4,), (-1,), 15))
+negative_stride_raises = "Negative strides are not supported" in negative_stride_error
+print("storage.as_strided((4,), (-1,), 15) raises:")
+print("  " + negative_stride_error)
+
+# Writing in place into a view whose elements share cells. Copies of the storage, so the
+# views above stay as they were.
+expanded = storage.clone().view(4, 4)[0].expand(3, 4)
+expand_write_error = error_of(lambda: expanded.add_(1))
+expand_write_raises = "more than one element of the written-to tensor" in expand_write_error
+print("m[0].expand(3, 4).add_(1) raises:")
+print("  " + expand_write_error.split(".")[0] + ".")
+seven = torch.arange(7, dtype=torch.float32)
+hankel_write_error = error_of(lambda: seven.as_strided((4, 4), (1, 1)).add_(1))
+hankel_reads_per_cell = [reads["as_strided((4, 4), (1, 1))"].count(k) for k in range(7)]
+hankel_write_ran = hankel_write_error == ""
+hankel_added_once_per_read = seven.tolist() == [k + n for k, n in zip(range(7), hankel_reads_per_cell)]
+print(f"arange(7).as_strided((4, 4), (1, 1)).add_(1) ran without error: {hankel_write_ran}; "
+      f"cells 0..6 became {[int(v) for v in seven.tolist()]}, not 1..7: each grew by the number of "
+      f"elements that read it, {hankel_reads_per_cell}: {hankel_added_once_per_read}")
 
 # Figure: the storage, then each view's footprint on it, drawn to scale (one cell = 4 bytes).
 fig, ax = plt.subplots(figsize=(8, 4.2))

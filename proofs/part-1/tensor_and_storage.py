@@ -45,9 +45,18 @@ refs.append(("del row", storage_refs(x)))
 refs_one_tensor = refs[0][1]
 refs_three_views = refs[3][1]
 refs_after_del = refs[4][1]
-# The Python storage object that untyped_storage() made is one of the references: once
-# made, PyTorch keeps it alive for as long as C++ holds the storage, and hands it out again.
-# A weak reference, the only one Python holds, still finds it, and it is the object handed out.
+# The Python storage object that untyped_storage() made holds one reference of its own: with
+# the only tensor deleted and that object kept, one reference is left.
+y = torch.zeros(10)
+y_storage = y.untyped_storage()
+refs_tensor_and_object = torch._C._storage_Use_Count(y_storage._cdata)
+del y
+gc.collect()
+refs_storage_object_alone = torch._C._storage_Use_Count(y_storage._cdata)
+del y_storage
+# Once made, PyTorch keeps that object alive for as long as C++ holds the storage, and hands it
+# out again: a weak reference, the only one Python holds, still finds it, and it is the object
+# handed out.
 storage_weakref = weakref.ref(x.untyped_storage())
 gc.collect()
 storage_pyobject_kept = storage_weakref() is not None and storage_weakref() is x.untyped_storage()
@@ -55,18 +64,31 @@ storage_pyobject_kept = storage_weakref() is not None and storage_weakref() is x
 tensors = {"x": x, "xt": xt, "flat": flat, "x[5:]": x[5:]}
 # Addresses differ from run to run: name each distinct object by the order it first appears.
 impl_names, storage_names = {}, {}
-print(f"{'tensor':<7}{'TensorImpl':<12}{'StorageImpl':<13}data_ptr - x.data_ptr()")
+print(f"{'tensor':<7}{'TensorImpl':<12}{'StorageImpl':<13}{'size':<11}{'stride':<9}{'offset':>6}"
+      f"  first element, bytes into the storage")
 for name, t in tensors.items():
     impl = impl_names.setdefault(t._cdata, f"impl {len(impl_names) + 1}")
     storage = storage_names.setdefault(t.untyped_storage()._cdata, f"storage {len(storage_names) + 1}")
-    print(f"{name:<7}{impl:<12}{storage:<13}{t.data_ptr() - x.data_ptr()} B")
+    print(f"{name:<7}{impl:<12}{storage:<13}{str(tuple(t.shape)):<11}{str(t.stride()):<9}"
+          f"{t.storage_offset():>6}  {t.data_ptr() - t.untyped_storage().data_ptr()} B")
 impls_distinct = len({t._cdata for t in tensors.values()}) == len(tensors)
+# Each view's TensorImpl carries its own sizes, strides and offset; x's stay as they were.
+layouts = [(tuple(t.shape), t.stride(), t.storage_offset()) for t in tensors.values()]
+own_metadata = len(set(layouts)) == len(layouts) and layouts[0] == ((100, 10), (10, 1), 0)
 one_storage = len({t.untyped_storage()._cdata for t in tensors.values()}) == 1
-print(f"four TensorImpls: {impls_distinct}; one StorageImpl: {one_storage}")
+# data_ptr() is the storage's address plus storage_offset() elements.
+offset_in_bytes = all(t.data_ptr() - t.untyped_storage().data_ptr() == t.storage_offset() * t.element_size()
+                      for t in tensors.values())
+slice_offset_bytes = tensors["x[5:]"].data_ptr() - x.untyped_storage().data_ptr()
+print(f"four TensorImpls, each with its own layout: {impls_distinct and own_metadata}; "
+      f"one StorageImpl: {one_storage}")
+print(f"data_ptr() = storage address + storage_offset() x element_size(): {offset_in_bytes}")
 print("references to the storage after each line:")
 for line, n in refs:
     print(f"  {line:<26}{n}")
-print(f"(one of them is the Python storage object, kept and reused: {storage_pyobject_kept})")
+print(f"a fresh tensor and its Python storage object: {refs_tensor_and_object} references; "
+      f"after del of the tensor: {refs_storage_object_alone}")
+print(f"the Python storage object is kept and handed out again: {storage_pyobject_kept}")
 
 # The TensorImpl remembers its Python object, so an op that returns an existing
 # tensor returns the very same Python object, not a new wrapper.

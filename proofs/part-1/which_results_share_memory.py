@@ -1,10 +1,10 @@
 """Which expressions share memory with their input: views, the input itself, or a fresh copy.
 
-A fresh 3x4 float32 tensor x (not itself a view) goes through twenty-one common expressions.
-For each result the proof asks three questions: does it read the same storage as x
-(untyped_storage().data_ptr()), is it a view in autograd's sense (the private
-Tensor._is_view(), with _base pointing at the tensor it views), and is it x itself (the
-same Python object)? Private attributes raise if they are gone.
+A fresh 3x4 float32 tensor x (not itself a view) goes through twenty-five common expressions,
+the in-place ones last. For each result the proof asks three questions: does it read the same
+storage as x (untyped_storage().data_ptr()), is it a view in autograd's sense (the private
+Tensor._is_view(), with _base pointing at the tensor the chain of views started from), and is
+it x itself (the same Python object)? Private attributes raise if they are gone.
 """
 import torch
 
@@ -13,6 +13,8 @@ EXPRESSIONS = {
     "x[0]": lambda: x[0],
     "x[..., 1:3]": lambda: x[..., 1:3],
     "x[None, ::2]": lambda: x[None, ::2],
+    "x[torch.tensor(1)]": lambda: x[torch.tensor(1)],
+    "x[torch.tensor([1])]": lambda: x[torch.tensor([1])],
     "x[[0, 2]]": lambda: x[[0, 2]],
     "x[x > 0.5]": lambda: x[x > 0.5],
     "x.t()": lambda: x.t(),
@@ -26,11 +28,13 @@ EXPRESSIONS = {
     "x.contiguous()": lambda: x.contiguous(),
     "x.to(torch.float32)": lambda: x.to(torch.float32),
     "x.to('cpu')": lambda: x.to("cpu"),
+    "x.to('cpu', copy=True)": lambda: x.to("cpu", copy=True),
     "x.double()": lambda: x.double(),
     "x.clone()": lambda: x.clone(),
     "x.flip(0)": lambda: x.flip(0),
     "x + 0": lambda: x + 0,
     "x.add_(0)": lambda: x.add_(0),
+    "x.mul_(2)": lambda: x.mul_(2),
 }
 
 
@@ -42,28 +46,36 @@ def classify(result):
 
 
 print(f"x is a view itself: {x._is_view()}")
-print(f"{'expression':<22}{'shares storage':<16}kind")
+print(f"{'expression':<24}{'shares storage':<16}kind")
 kinds = {}
 for name, fn in EXPRESSIONS.items():
     shares, kind = classify(fn())
     kinds[name] = (shares, kind)
-    print(f"{name:<22}{str(shares):<16}{kind}")
+    print(f"{name:<24}{str(shares):<16}{kind}")
 
 n_expressions = len(EXPRESSIONS)
 n_sharing = sum(shares for shares, _ in kinds.values())
 n_copies = sum(kind == "copy" for _, kind in kinds.values())
-fancy_index_copies = kinds["x[[0, 2]]"][1] == "copy" and kinds["x[x > 0.5]"][1] == "copy"
+fancy_index_copies = all(kinds[k][1] == "copy" for k in ("x[torch.tensor([1])]", "x[[0, 2]]", "x[x > 0.5]"))
 basic_index_views = all(kinds[k][1] == "view" for k in ("x[0]", "x[..., 1:3]", "x[None, ::2]"))
+zero_dim_index_view = kinds["x[torch.tensor(1)]"][1] == "view"
 shape_ops_views = all(kinds[k][1] == "view" for k in ("x.t()", "x.view(12)", "x.reshape(12)",
                                                       "x.split(2)[1]", "x.expand(2, 3, 4)"))
 to_device_returns_self = kinds["x.to('cpu')"][1] == "x itself"
-no_op_returns_self = all(kinds[k][1] == "x itself" for k in ("x.contiguous()", "x.to(torch.float32)", "x.add_(0)"))
+to_copy_copies = kinds["x.to('cpu', copy=True)"][1] == "copy"
+no_op_returns_self = all(kinds[k][1] == "x itself" for k in ("x.contiguous()", "x.to(torch.float32)"))
+inplace_returns_self = all(kinds[k][1] == "x itself" for k in ("x.add_(0)", "x.mul_(2)"))
 other_copies = all(kinds[k][1] == "copy" for k in ("x.double()", "x.clone()", "x.flip(0)", "x + 0"))
 detach_is_alias = kinds["x.detach()"] == (True, "alias")
 dtype_view_is_alias = kinds["x.view(torch.int32)"] == (True, "alias")
 transposed_reshape_copies = kinds["x.t().reshape(12)"][1] == "copy"
-# _base always names the tensor that owns the memory, never an intermediate view.
+# _base names the tensor the chain of views started from, never an intermediate view...
 v = x[1:][::2].t()
 base_is_root = v._base is x
+# ...and not the owner of the memory: a view of the alias x.detach() names the alias.
+d = x.detach()
+detached_view_base_is_alias = d[1:]._base is d and d[1:]._base is not x
 print(f"x[1:][::2].t()._base is x (the root, not the middle view): {base_is_root}")
+print(f"x.detach()[1:]._base is the detached alias, not x, though all three share one storage: "
+      f"{detached_view_base_is_alias}")
 print(f"{n_sharing} of {n_expressions} results share x's storage; {n_copies} are fresh copies")
