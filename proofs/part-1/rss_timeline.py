@@ -1,10 +1,13 @@
 """Resident memory over time: empty() takes none, each first write takes pages, a slice holds them, del of the last view gives them back.
 
-Linux only: it reads the process's resident set size (RSS) from /proc/self/statm, which no
-other system has, and raises elsewhere. The script makes a 128 MiB float32 tensor with
-torch.empty, writes it in 16 chunks (sampling RSS after each), keeps a 1-element slice,
-deletes the tensor, clones the slice, and deletes the slice. Each event is one sample of
-RSS and of the time since the start. One thread, so the chunks are written in order.
+Linux only: it reads the process's resident set size (RSS) from /proc/self/smaps_rollup,
+which the kernel computes by walking the process's page tables (exact; /proc/self/statm,
+read where smaps_rollup is missing, comes from counters that newer kernels update in batches
+per CPU), and raises on systems without /proc. First one small torch.empty and fill_, so the
+code they run is already in memory. Then the script makes a 128 MiB float32 tensor with
+torch.empty, writes it in 16 chunks (sampling RSS after each: each fill_ returns before the
+next starts), keeps a 1-element slice, deletes the tensor, clones the slice, and deletes the
+slice. Each event is one sample of RSS and of the time since the start.
 """
 import os
 import time
@@ -13,8 +16,9 @@ import matplotlib.pyplot as plt
 import torch
 
 if not os.path.exists("/proc/self/statm"):
-    raise RuntimeError("rss_timeline.py needs /proc/self/statm (Linux) to read resident memory")
+    raise RuntimeError("rss_timeline.py needs /proc/self (Linux) to read resident memory")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+EXACT = os.path.exists("/proc/self/smaps_rollup")
 torch.set_num_threads(1)
 N = 32 * 2**20  # float32 elements: 128 MiB
 CHUNKS = 16
@@ -22,9 +26,17 @@ tensor_mib = N * 4 / 2**20
 
 
 def rss_mib():
-    """Resident set size of this process, in MiB (second field of /proc/self/statm, in pages)."""
-    with open("/proc/self/statm") as f:
+    """Resident set size of this process, in MiB."""
+    if EXACT:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    return int(line.split()[1]) / 1024  # kB
+    with open("/proc/self/statm") as f:  # second field: resident pages
         return int(f.read().split()[1]) * PAGE / 2**20
+
+
+torch.empty(1024).fill_(0.0)  # warm-up: the code of empty and fill_ is paged in before we start
 
 
 t0 = time.perf_counter_ns()
@@ -56,6 +68,7 @@ rss_clone_mib = sample("c = s.clone()")
 del s
 rss_del_s_mib = sample("del s")
 
+print(f"RSS read from /proc/self/{'smaps_rollup' if EXACT else 'statm'}")
 print(f"{'ms':>7}{'RSS MiB':>9}  event")
 for ms, rss, event in samples:
     if event:
@@ -64,6 +77,9 @@ empty_took_mib = rss_empty_mib - rss_start_mib
 fill_took_mib = rss_filled_mib - rss_empty_mib
 kept_by_slice_mib = rss_del_x_mib - rss_start_mib
 returned_mib = rss_del_x_mib - rss_del_s_mib
+fill_fraction = fill_took_mib / tensor_mib
+kept_fraction = kept_by_slice_mib / tensor_mib
+returned_fraction = returned_mib / tensor_mib
 print(f"tensor {tensor_mib:.0f} MiB: empty() took {empty_took_mib:.1f} MiB, writing it took "
       f"{fill_took_mib:.0f} MiB, a 1-element slice kept {kept_by_slice_mib:.0f} MiB after del x, "
       f"del s gave back {returned_mib:.0f} MiB")

@@ -4,8 +4,8 @@ Each scenario makes a 64 MiB float32 tensor, takes a weak reference to its stora
 (torch.multiprocessing.reductions.StorageWeakRef, which wraps the private storage
 methods _weak_ref and _expired), drops the name of the big tensor, and asks whether
 the storage is still alive and how many bytes it holds. The holders: a 1-element slice, its
-clone(), a tensor saved by autograd for backward (checked through the node's private
-_saved_self), and an array from .numpy(). Works on any platform: it asks PyTorch, not the
+clone(), a tensor saved by autograd for backward (the node's private _saved_self, at the
+address x's storage had), and an array from .numpy(). Works on any platform: it asks PyTorch, not the
 operating system. A missing private API raises.
 """
 import torch
@@ -41,10 +41,11 @@ freed_after_slice = not report("del s", "", ref)
 w = torch.ones(1, requires_grad=True)
 x = torch.rand(N)
 ref = StorageWeakRef(x.untyped_storage())
+x_address = x.untyped_storage().data_ptr()
 y = (x * w).sum()
 del x
 saved = y.grad_fn.next_functions[0][0]._saved_self  # private: what MulBackward0 saved
-saved_is_x_storage = saved.untyped_storage().nbytes() == N * 4
+saved_is_x_storage = saved.untyped_storage().data_ptr() == x_address  # x's very bytes, not a copy
 del saved
 graph_keeps_alive = report("y = (x * w).sum(); del x", "the graph (MulBackward0)", ref)
 y.backward()  # backward frees the graph's saved tensors
