@@ -8,11 +8,14 @@ minimum of 7 batches, the three variants interleaved. PyTorch's CPU allocator ke
 cache (c10/core/impl/alloc_cpu.cpp); whether a freed block comes back cheaply is up to the
 C library's malloc: glibc reuses blocks up to its mmap threshold and maps fresh pages, paid
 for on first touch, for bigger ones. In between, at a few MiB, glibc's heap trimming decides
-how many pages come back fresh, so the mid size compared here is 256 KiB, where none do.
+how many pages come back fresh, so the mid size compared here is 256 KiB, where few do. The
+page faults themselves are counted too: the minor faults of the process
+(resource.getrusage, ru_minflt; Unix) over a few calls of each variant.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
 """
+import resource
 import time
 
 import matplotlib.pyplot as plt
@@ -65,6 +68,24 @@ for n in SIZES:
         us[v].append(best[v])
 
 small_n, mid_n, big_n = SIZES[0], SIZES[3], SIZES[-1]  # 1K, 64K (256 KiB), 16M
+
+
+def faults_per_call(fn, calls):
+    """Minor page faults of this process per call of fn, after one call to settle."""
+    fn()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls)
+
+
+faults = {}
+for n, calls in ((mid_n, 100), (big_n, 5)):
+    *_, fns = make(n)
+    faults[n] = {v: faults_per_call(fn, calls) for v, fn in fns.items()}
+func_faults_big, out_faults_big = faults[big_n][VARIANTS[0]], faults[big_n][VARIANTS[1]]
+func_faults_mid, out_faults_mid = faults[mid_n][VARIANTS[0]], faults[mid_n][VARIANTS[1]]
+pages_4k_big = big_n * 4 // 4096  # pages of 4 KiB in one 64 MiB tensor
 big_mib = big_n * 4 / 2**20
 functional_small_us, out_small_us, inplace_small_us = (us[v][0] for v in VARIANTS)
 functional_mid_us, out_mid_us, inplace_mid_us = (us[v][3] for v in VARIANTS)
@@ -83,6 +104,9 @@ for i, n in enumerate(SIZES):
     print(f"{n:>12,}" + "".join(f"{us[v][i]:>18.1f}" for v in VARIANTS))
 print(f"allocating costs {func_vs_out_mid:.2f}x at {mid_n:,} elements and "
       f"{func_vs_out_big:.1f}x at {big_n:,} ({big_mib:.0f} MiB, fresh pages every call)")
+print(f"page faults per call: " + "; ".join(
+    f"{n:,} elements: " + ", ".join(f"{v} {faults[n][v]:,}" for v in VARIANTS) for n in faults)
+      + f" ({pages_4k_big:,} pages of 4 KiB in {big_mib:.0f} MiB)")
 print(f"out= against in-place (three tensors against two): {out_vs_inplace_mid:.2f}x at "
       f"{mid_n:,} elements, {out_vs_inplace_big:.2f}x at {big_n:,}")
 
