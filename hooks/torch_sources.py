@@ -1,9 +1,9 @@
 """MkDocs hook: PyTorch file names in pages link to those files at the installed torch's commit. Glue only.
 
-Add ``hooks/torch_sources.py`` under ``hooks:`` in mkdocs.yml. Two stages:
+Add ``hooks/torch_sources.py`` under ``hooks:`` in mkdocs.yml. The stages:
 
-    torch_source_tree    what pytorch/pytorch holds at the installed torch's commit: the package's
-                         copies of its files, and torch_sources_unshipped.txt for the rest
+    torch_package        what the installed torch ships, under pytorch/pytorch's names
+    torch_source_tree    the paths known at its commit: those, and torch_sources_unshipped.txt
     torch_source_links   a page's code spans that name such paths, as links; problems for the others
 
 This file reads the tree once per build and turns each page's problems into WARNINGs naming the
@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 from mkdocs.plugins import event_priority, get_plugin_logger
 from mkdocs.utils import meta
 
+import torch_package
 import torch_source_links
 import torch_source_tree
 
 if TYPE_CHECKING:
+    from livereload import Server
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
     from mkdocs.structure.pages import Page
@@ -37,11 +39,11 @@ _root = ""
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     global _tree, _root
     _root = os.path.dirname(os.path.abspath(config.config_file_path))
-    _tree = torch_source_tree.installed(LIST)
+    _tree = torch_package.installed(LIST)
     if _tree is None:
         log.warning("torch is not installed here (or its torch/version.py names no commit), so PyTorch "
                     "file names in pages are neither checked nor linked: install the site's requirements")
-    elif _tree.checked_at != _tree.commit:
+    elif not _tree.lines_hold:
         checked = (_tree.checked_at or "no commit")[:8]
         log.info(f"{_shown(LIST)} was checked at {checked}, torch {_tree.version} was built from "
                  f"{_tree.short}: source links carry no line anchors; check the list again")
@@ -58,6 +60,11 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         log.warning(f"{_shown(os.path.join(config.docs_dir, page.file.src_uri))}:{problem.line + offset}: "
                     f"{problem.message}")
     return markdown
+
+
+def on_serve(server: Server, *, config: MkDocsConfig, builder) -> Server:
+    server.watch(LIST)  # an edit to the list of unshipped paths rebuilds
+    return server
 
 
 def _front_matter_lines(source: str) -> int:

@@ -1,13 +1,14 @@
 """Source links: PyTorch file names in pages become links to the file at the installed torch's commit.
 
-Unit tests of the two stages (torch_source_links: Markdown in, Markdown and problems out;
-torch_source_tree: what the installed package and the committed list know), then tiny sites
-built with hooks/torch_sources.py, as the author sees the log and the reader the page.
+Unit tests of the stages (torch_source_links: Markdown in, Markdown and problems out;
+torch_source_tree and torch_package: what the committed list and the installed package know),
+then tiny sites built with hooks/torch_sources.py, as the author sees the log and the reader the page.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch_package
 import torch_source_links
 import torch_source_tree
 from conftest import HOOKS, REPO, log_lines
@@ -34,9 +36,9 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed: 
 
 
 def tree(checked_at: str | None = COMMIT) -> Tree:
-    return Tree(version="2.13.0", commit=COMMIT, files=dict.fromkeys(KNOWN),
+    return Tree(version="2.13.0", commit=COMMIT, files=frozenset(KNOWN),
                 package=frozenset({"torchgen/packaged/", "torchgen/packaged/autograd/", "torch/lib/"}),
-                checked_at=checked_at)
+                checked_at=checked_at, generated=lambda path: "/generated/" in path or "/ops/" in path)
 
 
 def linked(markdown: str, checked_at: str | None = COMMIT) -> str:
@@ -165,7 +167,7 @@ def test_problems_name_their_own_lines():
     assert [problem.line for problem in problems] == [1, 7, 7]
 
 
-# The tree: what the package ships, under the repository's names, and the committed list
+# The package: what it ships, under the repository's names; the tree adds the committed list
 
 
 @pytest.mark.parametrize(("packaged", "repository"), [
@@ -189,7 +191,7 @@ def test_problems_name_their_own_lines():
     ("torch/_C.cpython-311-x86_64-linux-gnu.so", None),
 ])
 def test_the_package_s_copies_map_to_repository_paths(packaged, repository):
-    assert torch_source_tree.repository_path(packaged) == repository
+    assert torch_package.repository_path(packaged) == repository
 
 
 def fake_package(site: Path, files: dict[str, str]) -> None:
@@ -212,9 +214,10 @@ def test_generated_files_are_the_package_s_not_the_repository_s(tmp_path):
         "torch/_tensor.py": "class Tensor: ...\n",
         "torchgen/packaged/ATen/templates/TensorBody.h": "// template\n",
     })
-    files, package = torch_source_tree.package_paths(str(tmp_path))
-    made = Tree("2.13.0", COMMIT, files, frozenset(package), site=str(tmp_path), templates=frozenset({"TensorBody.h"}))
-    kinds = {path: made.kind(path) for path in sorted(files)}
+    copies, package = torch_package.package_paths(str(tmp_path))
+    made = Tree("2.13.0", COMMIT, frozenset(copies), frozenset(package),
+                generated=torch_package.Generated(str(tmp_path), copies))
+    kinds = {path: made.kind(path) for path in sorted(copies)}
     assert kinds == {
         "aten/src/ATen/CPUFunctions.h": "package",
         "aten/src/ATen/Functions.h": "package",
@@ -245,7 +248,7 @@ def test_the_list_reads_paths_comments_and_the_commit_it_was_checked_at(tmp_path
 def test_the_installed_tree_is_torch_s_version_and_commit():
     import torch
 
-    installed = torch_source_tree.installed(str(HOOKS / "torch_sources_unshipped.txt"))
+    installed = torch_package.installed(str(HOOKS / "torch_sources_unshipped.txt"))
     assert installed.commit == torch.version.git_version
     assert installed.version == torch.__version__.split("+")[0]
     for path in ("c10/core/TensorImpl.h", "aten/src/ATen/native/native_functions.yaml", "torch/_tensor.py",
@@ -258,8 +261,8 @@ def test_the_installed_tree_is_torch_s_version_and_commit():
 @needs_torch
 def test_the_list_holds_only_what_the_package_lacks_and_was_checked_for_the_installed_torch():
     listed, checked_at = torch_source_tree.read_list(str(HOOKS / "torch_sources_unshipped.txt"))
-    installed = torch_source_tree.installed(str(HOOKS / "torch_sources_unshipped.txt"))
-    shipped, _ = torch_source_tree.package_paths(installed.site)
+    installed = torch_package.installed(str(HOOKS / "torch_sources_unshipped.txt"))
+    shipped, _ = torch_package.package_paths(os.path.dirname(torch_package.find_package("torch")))
     assert [path for path in listed if path in shipped] == []
     assert [path for path in listed if not torch_source_links._SOURCE.fullmatch(path)] == []
     assert checked_at == installed.commit, (
@@ -269,7 +272,7 @@ def test_the_list_holds_only_what_the_package_lacks_and_was_checked_for_the_inst
 
 @needs_torch
 def test_every_source_path_in_the_project_s_pages_is_known():
-    installed = torch_source_tree.installed(str(HOOKS / "torch_sources_unshipped.txt"))
+    installed = torch_package.installed(str(HOOKS / "torch_sources_unshipped.txt"))
     problems = []
     for page in sorted((REPO / "docs").glob("*.md")):
         source = page.read_text()
@@ -284,7 +287,7 @@ def test_every_source_path_in_the_project_s_pages_is_known():
 
 
 def installed_tree() -> Tree:
-    return torch_source_tree.installed(str(HOOKS / "torch_sources_unshipped.txt"))
+    return torch_package.installed(str(HOOKS / "torch_sources_unshipped.txt"))
 
 
 @needs_torch
