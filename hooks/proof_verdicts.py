@@ -10,12 +10,16 @@ A run whose claims still do not settle is not kept as final: the caller forgets 
 cache, so the next build runs the proof again.
 
 This module imports nothing of the build; the caller passes how to judge a claim and how to run
-a proof again.
+a proof again. Each build also writes every verdict to ``.cache/claims/last-build.json``, which
+bench/claim_stability.py reads.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -160,6 +164,28 @@ class Verdicts:
             return line + "; none has a margin (every one is exact)"
         thinnest, claim = min(margins, key=lambda pair: pair[0])
         return line + f"; thinnest margin {margin_text(thinnest)}, {claim.where} ({claim.quoted})"
+
+
+    def write(self, path: str) -> None:
+        """Every claim's verdict as JSON (for bench/claim_stability.py), written atomically."""
+        records = []
+        for proof, claims in self.claims.items():
+            for claim in claims:
+                judged, first = self.judged.get(claim), self.first.get(claim)
+                record = {"where": claim.where, "text": claim.link.text, "proof": proof,
+                          "condition": claim.link.condition}
+                if isinstance(judged, Judged):
+                    record.update(held=judged.held, margin=judged.margin, check=judged.check,
+                                  first=None if first is None else {"held": first.held, "margin": first.margin,
+                                                                    "check": first.check})
+                else:
+                    record.update(held=False, margin=None, check=None, first=None, error=str(judged))
+                records.append(record)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"thin_margin": self.thin_margin, "claims": records}, handle, indent=1)
+        os.replace(partial, path)
 
 
 def thinnest(judged: list[Judged]) -> float | None:

@@ -165,6 +165,7 @@ def on_serve(server: Server, *, config: MkDocsConfig, builder) -> Server:
 def on_post_build(*, config: MkDocsConfig) -> None:
     log.info(_build.runs.summary())
     log.info(_build.know.verdicts.summary())
+    _build.know.verdicts.write(os.path.join(_build.root, ".cache", "claims", "last-build.json"))
     label = _build.runs.settings.record
     if label:
         ran = {p: o for p, o in _build.runs.outcomes.items() if o.status != proof_launch.ABSENT}

@@ -203,3 +203,15 @@ def test_a_thin_margin_set_wrong_stops_the_build_with_its_name(site):
     assert result.returncode == 1
     assert ("mkdocs.yml: extra: proofs: thin_margin must be a fraction such as 0.1 or a percentage such as '10%', "
             "not 'lots'") in result.stderr
+
+
+def test_every_build_writes_each_claims_verdict_for_the_stability_benchmark(site, tmp_path):
+    import json
+
+    measured = shaky_site(site, tmp_path, "1.19 1.93")
+    assert site.build(SHAKY_VALUES=str(measured)).returncode == 0
+    report = json.loads((site.root / ".cache" / "claims" / "last-build.json").read_text())
+    assert report == {"thin_margin": 0.1, "claims": [{
+        "where": "docs/index.md:3", "text": "finished faster", "proof": "shaky.py", "condition": "speedup > 1.3",
+        "held": True, "margin": pytest.approx(0.63 / 1.3), "check": "speedup = 1.93 > 1.3",
+        "first": {"held": False, "margin": pytest.approx(-0.11 / 1.3), "check": "speedup = 1.19, needs > 1.3"}}]}

@@ -1,0 +1,161 @@
+"""How often each claim of the site holds, built cold under named machine conditions.
+
+    .venv/bin/python bench/claim_stability.py                          # 3 cold builds per condition
+    .venv/bin/python bench/claim_stability.py --runs 5 --conditions quiet busy
+    .venv/bin/python bench/claim_stability.py --write-readme           # ... and record it in README.md
+
+Each build works on a copy of the site's sources (so the project's own cache is untouched), starts
+with no cache (every proof runs) and reads every claim's verdict from the file each build writes,
+``.cache/claims/last-build.json``. The conditions, run in a rotating order round after round:
+
+  quiet     nothing else runs (as far as this script can tell: keep the machine to yourself)
+  busy      another program keeps one core busy for the whole build (a Python loop)
+  avx2      ATEN_CPU_CAPABILITY=avx2: 256-bit vector kernels
+  default   ATEN_CPU_CAPABILITY=default: no vector kernels at all
+  one-core  the build and every proof pinned to one core (as `taskset -c 0` does)
+
+Reported per condition: the builds that would pass ``--strict`` (no warning at all), the claims
+that held in every build, how many were judged on a second run, and the thinnest margin; then
+every claim that did not settle in some build (it failed, or held by less than the site's thin
+margin), with how often it held and its thinnest margin in each condition. The goal: every claim
+holds, by the site's margin, in every build of every condition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import REPO, machine, write_readme
+
+PACKAGES = ("torch", "mkdocs")
+CONDITIONS = {  # name: (what it is, extra environment)
+    "quiet": ("nothing else running", {}),
+    "busy": ("one core kept busy by another program", {}),
+    "avx2": ("`ATEN_CPU_CAPABILITY=avx2`", {"ATEN_CPU_CAPABILITY": "avx2"}),
+    "default": ("`ATEN_CPU_CAPABILITY=default`", {"ATEN_CPU_CAPABILITY": "default"}),
+    "one-core": ("pinned to one core (`taskset -c 0`)", {}),
+}
+SOURCES = ("mkdocs.yml", "docs", "proofs", "hooks", "scripts", "overrides", "results")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="cold builds per condition (default 3)")
+    parser.add_argument("--conditions", nargs="+", choices=list(CONDITIONS), default=list(CONDITIONS))
+    parser.add_argument("--write-readme", action="store_true", help="record the results in README.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="claim-stability-") as scratch:
+        site = copy_site(Path(scratch) / "site")
+        builds = {name: [] for name in args.conditions}
+        for round_index in range(args.runs):
+            shift = round_index % len(args.conditions)
+            for name in args.conditions[shift:] + args.conditions[:shift]:
+                started = time.perf_counter()
+                builds[name].append(build(site, name))
+                print(f"{name} build {round_index + 1}/{args.runs}: {time.perf_counter() - started:.0f} s, "
+                      f"{builds[name][-1]['warnings']} warnings", file=sys.stderr, flush=True)
+    report = render(builds)
+    print(report)
+    if args.write_readme:
+        write_readme("claim-stability", report)
+    return 0
+
+
+def copy_site(root: Path) -> Path:
+    """The site's sources, without the project's cache, site, tests or environment."""
+    root.mkdir(parents=True)
+    for name in SOURCES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+        elif source.is_file():
+            shutil.copy2(source, root / name)
+    return root
+
+
+def build(site: Path, condition: str) -> dict:
+    """One cold build under ``condition``: every claim's verdict, and how many warnings it logged."""
+    shutil.rmtree(site / ".cache", ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROOFS_", "ATEN_CPU_CAPABILITY"))}
+    env.update(NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", **CONDITIONS[condition][1])
+    pin = None
+    if condition == "one-core":
+        first = min(os.sched_getaffinity(0))
+        pin = lambda: os.sched_setaffinity(0, {first})  # noqa: E731 - what taskset -c does, inherited by the proofs
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if condition == "busy" else None
+    try:
+        result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-d", str(site / "site")], cwd=site,
+                                env=env, capture_output=True, text=True, preexec_fn=pin)
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    verdicts = site / ".cache" / "claims" / "last-build.json"
+    if result.returncode != 0 or not verdicts.exists():
+        raise SystemExit(f"the site did not build under '{condition}':\n{result.stderr[-4000:]}")
+    report = json.loads(verdicts.read_text())
+    warnings = sum(line.startswith("WARNING") for line in result.stderr.splitlines())
+    return {"claims": {c["where"] + " " + c["condition"]: c for c in report["claims"]},
+            "thin": report["thin_margin"], "warnings": warnings}
+
+
+def settled(claim: dict, thin: float | None) -> bool:
+    return claim["held"] and (claim["margin"] is None or thin is None or claim["margin"] >= thin)
+
+
+def percent(margin: float | None) -> str:
+    return "exact" if margin is None else f"{margin * 100:.0f}%"
+
+
+def render(builds: dict[str, list[dict]]) -> str:
+    runs = len(next(iter(builds.values())))
+    keys = sorted({key for runs_ in builds.values() for run in runs_ for key in run["claims"]})
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} on {machine(PACKAGES)}: {runs} cold builds per condition "
+        f"({len(keys)} claims).",
+        "",
+        "| condition | builds passing `--strict` | claims settled in every build | judged on a second run | "
+        "thinnest margin |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    unstable = {}
+    for name, done in builds.items():
+        thin = done[0]["thin"]
+        every = [key for key in keys if all(key in run["claims"] and settled(run["claims"][key], thin) for run in done)]
+        for key in keys:
+            if key not in every:
+                unstable.setdefault(key, {})
+        second = sum(1 for run in done for claim in run["claims"].values() if claim.get("first"))
+        margins = [(claim["margin"], claim["where"]) for run in done for claim in run["claims"].values()
+                   if claim["held"] and claim["margin"] is not None]
+        low = min(margins) if margins else (None, "")
+        lines.append(f"| {name}: {CONDITIONS[name][0]} | {sum(run['warnings'] == 0 for run in done)} of {len(done)} "
+                     f"| {len(every)} of {len(keys)} | {second} | {percent(low[0])} ({low[1]}) |")
+    if not unstable:
+        lines += ["", "Every claim held, by at least the site's thin margin, in every build of every condition."]
+        return "\n".join(lines)
+    lines += ["", "Claims that did not settle in some build (held / builds, thinnest margin, per condition):", "",
+              "| claim | " + " | ".join(builds) + " |", "| --- |" + " --- |" * len(builds)]
+    for key in sorted(unstable):
+        cells = []
+        for name, done in builds.items():
+            seen = [run["claims"][key] for run in done if key in run["claims"]]
+            held = sum(claim["held"] for claim in seen)
+            margins = [claim["margin"] for claim in seen if claim["margin"] is not None]
+            cells.append(f"{held}/{len(done)}, {percent(min(margins)) if margins else 'exact'}")
+        where, condition = key.split(" ", 1)
+        lines.append(f"| {where} `{condition}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
