@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from torch_source_tree import FILE, FOLDER, TOP_FOLDERS, Tree
 
-_SOURCE = re.compile(
+SOURCE_PATH = re.compile(
     r"(?P<path>(?:" + "|".join(TOP_FOLDERS) + r")/(?:[\w.+-]+/)*(?:[\w+-][\w.+-]*\.[A-Za-z0-9]+)?)"
     r"(?::(?P<first>[1-9][0-9]*)(?:-(?P<last>[1-9][0-9]*))?|::\S+)?"
 )
@@ -54,7 +54,7 @@ def link_sources(markdown: str, tree: Tree, list_name: str) -> tuple[str, list[P
     left_alone = _link_texts(visible, spans) + _headings(visible)
     pieces, problems, done = [], [], 0
     for span in spans:
-        source = _SOURCE.fullmatch(span["code"].strip())
+        source = SOURCE_PATH.fullmatch(span["code"].strip())
         if source is None or any(start <= span.start() < end for start, end in left_alone):
             continue
         kind = tree.kind(source["path"])

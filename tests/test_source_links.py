@@ -264,7 +264,7 @@ def test_the_list_holds_only_what_the_package_lacks_and_was_checked_for_the_inst
     installed = torch_package.installed(str(HOOKS / "torch_sources_unshipped.txt"))
     shipped, _ = torch_package.package_paths(os.path.dirname(torch_package.find_package("torch")))
     assert [path for path in listed if path in shipped] == []
-    assert [path for path in listed if not torch_source_links._SOURCE.fullmatch(path)] == []
+    assert [path for path in listed if not torch_source_links.SOURCE_PATH.fullmatch(path)] == []
     assert checked_at == installed.commit, (
         f"hooks/torch_sources_unshipped.txt was checked at {checked_at}, torch is built from {installed.commit}: "
         "check each path against pytorch/pytorch at that commit and update the list's commit line")
@@ -281,6 +281,14 @@ def test_every_source_path_in_the_project_s_pages_is_known():
         _, found = link_sources(body, installed, LIST)
         problems += [f"docs/{page.name}:{problem.line + offset}: {problem.message}" for problem in found]
     assert problems == []
+
+
+def test_the_stages_import_no_mkdocs_and_the_proof_engine_imports_none_of_them():
+    for stage in ("torch_package", "torch_source_tree", "torch_source_links"):
+        imports = re.findall(r"^(?:from|import) (\w+)", (HOOKS / f"{stage}.py").read_text(), re.MULTILINE)
+        assert not [name for name in imports if name.startswith(("mkdocs", "proof"))], stage
+    for engine in sorted(HOOKS.glob("proof*.py")):
+        assert not re.search(r"^(?:from|import) torch_", engine.read_text(), re.MULTILINE), engine.name
 
 
 # Tiny sites built with the hook
