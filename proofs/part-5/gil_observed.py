@@ -1,0 +1,141 @@
+"""Which calls release the GIL, seen from a second Python thread: it keeps counting during a matmul, stops during tolist().
+
+A ticker thread counts in a pure-Python loop, which needs the GIL for every step, and notes
+the time (time.perf_counter) every 2,000 steps. Meanwhile the main thread runs, one after
+the other, with a short sleep between them: matrix products (torch.mm, 1024 x 1024, one
+intra-op thread), an elementwise add on 4M floats, Tensor.tolist() on 3M floats,
+torch.tensor() of a Python list of 500,000 floats, a pure-Python loop, and time.sleep. For
+each phase the script divides the ticker's rate by its rate during the sleeps next to it:
+near 1 means the main thread let go of the GIL for the whole call, near 0 that it held it,
+about one half that the two threads took turns (CPython hands the GIL over every
+sys.getswitchinterval() seconds). A thread that has the GIL can only count on a free core,
+so while it runs the script also reads how much CPU the rest of the machine used (/proc/stat
+minus its own CPU time; Linux; elsewhere it assumes none) and reports the cores left free.
+"""
+import os
+import sys
+import threading
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+STEP = 2_000
+stamps = []
+stop = threading.Event()
+
+
+def ticker():
+    n = 0
+    while not stop.is_set():
+        for _ in range(STEP):
+            n += 1
+        stamps.append(time.perf_counter())
+
+
+def machine_busy_seconds():
+    """CPU time used by everything on the machine, in seconds, from /proc/stat (Linux)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+m = torch.rand(1024, 1024)
+big_a, big_b, big_out = torch.rand(4 << 20), torch.rand(4 << 20), torch.empty(4 << 20)
+for_tolist = torch.rand(3_000_000)
+a_list = torch.rand(500_000).tolist()
+
+
+def repeat_for(seconds, fn):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        fn()
+
+
+def python_loop(seconds):
+    t0, total = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        for i in range(1000):
+            total += i
+
+
+PHASES = [  # label, what it runs, whether the generated or hand-written binding releases the GIL
+    ("torch.mm (1024 x 1024)", lambda: repeat_for(0.25, lambda: torch.mm(m, m)), "releases"),
+    ("torch.add(out=), 4M floats", lambda: repeat_for(0.25, lambda: torch.add(big_a, big_b, out=big_out)),
+     "releases"),
+    ("x.tolist(), 3M floats", lambda: for_tolist.tolist(), "holds"),
+    ("torch.tensor(list), 500k", lambda: torch.tensor(a_list), "holds"),
+    ("a Python loop", lambda: python_loop(0.25), "shares"),
+    ("time.sleep", lambda: time.sleep(0.25), "releases"),
+]
+IDLE = 0.12
+torch.mm(m, m), for_tolist[:1000].tolist(), torch.tensor(a_list[:1000])     # warm-up
+linux = os.path.exists("/proc/stat")
+wall0, ours0 = time.perf_counter(), time.process_time()
+busy0 = machine_busy_seconds() if linux else 0.0
+thread = threading.Thread(target=ticker, daemon=True)
+thread.start()
+time.sleep(IDLE)
+spans = []                                      # (label, kind, start, end) of each phase
+idle_spans = [(time.perf_counter() - IDLE, time.perf_counter())]
+for label, run, kind in PHASES:
+    start = time.perf_counter()
+    run()
+    end = time.perf_counter()
+    spans.append((label, kind, start, end))
+    time.sleep(IDLE)
+    idle_spans.append((end, time.perf_counter()))
+stop.set()
+thread.join()
+wall = time.perf_counter() - wall0
+ours = time.process_time() - ours0
+others = machine_busy_seconds() - busy0 - ours if linux else 0.0
+cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+free_cores = max(0.0, min(cores, cores - others / wall))
+
+
+def rate(lo, hi):
+    """Ticker steps per second between two times."""
+    n = sum(lo <= s < hi for s in stamps)
+    return n * STEP / (hi - lo)
+
+
+fractions = {}
+for i, (label, kind, start, end) in enumerate(spans):
+    idle = (rate(*idle_spans[i]) + rate(*idle_spans[i + 1])) / 2
+    fractions[label] = rate(start, end) / idle if idle else float("nan")
+mm_fraction = fractions["torch.mm (1024 x 1024)"]
+add_fraction = fractions["torch.add(out=), 4M floats"]
+tolist_fraction = fractions["x.tolist(), 3M floats"]
+tensor_fraction = fractions["torch.tensor(list), 500k"]
+python_fraction = fractions["a Python loop"]
+sleep_fraction = fractions["time.sleep"]
+released_fraction = min(mm_fraction, add_fraction)
+held_fraction = max(tolist_fraction, tensor_fraction)
+switch_interval_ms = sys.getswitchinterval() * 1000
+
+print(f"cores: {cores}; left free by other programs while this ran: {free_cores:.1f}")
+print(f"the ticker's progress during each call, relative to its rate during the sleeps around it:")
+for label, kind, start, end in spans:
+    print(f"  {label:30s}{(end - start) * 1000:7.0f} ms   {fractions[label]:5.2f}   "
+          f"(the GIL: {kind})")
+print(f"sys.getswitchinterval(): {switch_interval_ms:.0f} ms")
+
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+t0 = stamps[0]
+ax.plot([s - t0 for s in stamps], [(i + 1) * STEP / 1e6 for i in range(len(stamps))], color="C0",
+        lw=1.2, label="ticker thread: steps counted")
+colors = {"releases": "C2", "holds": "C3", "shares": "C1"}
+for label, kind, start, end in spans:
+    ax.axvspan(start - t0, end - t0, color=colors[kind], alpha=0.18, lw=0)
+    ax.text((start + end) / 2 - t0, 0.02, label, rotation=90, fontsize=7, ha="center",
+            va="bottom", transform=ax.get_xaxis_transform())
+ax.set_xlabel("seconds")
+ax.set_ylabel("million steps counted")
+ax.set_title("A second Python thread runs while a call releases the GIL (green), stops while it "
+             "holds it (red)", fontsize=10)
+ax.legend(loc="upper left", frameon=False, fontsize=8)
+plt.show()

@@ -1,0 +1,143 @@
+"""Inside libtorch_cpu: mostly machine code, a symbol table that is never loaded, and hundreds of start-up functions.
+
+Reads the ELF files of the installed package with Python (struct and numpy, no readelf):
+every section's name, size and flags; the program headers' PT_LOAD segments, the parts of
+the file the loader maps into memory; and the .init_array section, the list of functions
+the loader runs when it maps the library (C++ constructors of global objects, among them
+the TORCH_LIBRARY blocks that register operators and kernels). Its entries are filled in by
+relocations, so the script reads .rela.dyn to find the address each entry will hold, and
+looks the address up in the symbol table (.symtab) to name the function. The figure draws
+libtorch_cpu and libtorch_python to scale, section by section. Linux (ELF) only.
+"""
+import collections
+import os
+import struct
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+LIB_DIR = os.path.join(os.path.dirname(torch.__file__), "lib")
+SHF_ALLOC, PT_LOAD, R_X86_64_RELATIVE, R_AARCH64_RELATIVE = 0x2, 1, 8, 1027
+SYM = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
+                ("value", "<u8"), ("size", "<u8")])
+RELA = np.dtype([("offset", "<u8"), ("info", "<u8"), ("addend", "<i8")])
+
+
+def read(path):
+    """The file's bytes, its sections {name: (offset, size, flags, address)} and its PT_LOAD bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise SystemExit("not a 64-bit little-endian ELF file: this script reads Linux libraries")
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
+    loaded = 0
+    for i in range(phnum):
+        p_type, _, _, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        loaded += filesz if p_type == PT_LOAD else 0
+    raw = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = raw[shstrndx][4]
+    secs = {}
+    for name, kind, flags, addr, offset, size in raw:
+        label = data[names_at + name:data.index(b"\0", names_at + name)].decode()
+        secs[label] = (offset, size if kind != 8 else 0, flags, addr)  # 8: NOBITS (.bss)
+    return data, secs, loaded
+
+
+def initializers(data, secs):
+    """Names of the functions .init_array will hold, via its relocations and .symtab."""
+    start, size, _, addr = secs[".init_array"]
+    off, n, _, _ = secs[".rela.dyn"]
+    rela = np.frombuffer(data, RELA, n // RELA.itemsize, off)
+    kinds = rela["info"] & 0xFFFFFFFF
+    inside = (rela["offset"] >= addr) & (rela["offset"] < addr + size)
+    targets = rela["addend"][inside & ((kinds == R_X86_64_RELATIVE) | (kinds == R_AARCH64_RELATIVE))]
+    off, n, _, _ = secs[".symtab"]
+    syms = np.frombuffer(data, SYM, n // SYM.itemsize, off)
+    funcs = syms[(syms["info"] & 0xF) == 2]
+    by_address = dict(zip(funcs["value"].tolist(), funcs["name"].tolist()))
+    strtab = secs[".strtab"][0]
+    names = []
+    for target in targets.tolist():
+        at = by_address.get(target)
+        names.append(data[strtab + at:data.index(b"\0", strtab + at)].decode() if at is not None else "?")
+    return size // 8, names
+
+
+GROUPS = {  # what each section holds, for the figure
+    "machine code": (".text", ".plt", ".init", ".fini", ".plt.got", ".plt.sec"),
+    "constants, exception and unwind tables": (".rodata", ".gcc_except_table", ".eh_frame",
+                                               ".eh_frame_hdr"),
+    "for the dynamic loader (.dynsym, .dynstr, relocations...)": (
+        ".dynsym", ".dynstr", ".gnu.hash", ".gnu.version", ".gnu.version_d", ".gnu.version_r",
+        ".rela.dyn", ".rela.plt"),
+    "writable data": (".data", ".data.rel.ro", ".data.rel.ro.local", ".got", ".got.plt",
+                      ".tdata", ".init_array", ".fini_array", ".dynamic"),
+}
+LIBS = ["libtorch_cpu.so", "libtorch_python.so"]
+layout, counts = {}, {}
+for name in LIBS:
+    data, secs, loaded = read(os.path.join(LIB_DIR, name))
+    total = len(data)
+    parts = collections.OrderedDict((g, 0) for g in GROUPS)
+    not_loaded = {s: v[1] for s, v in secs.items() if s and not v[2] & SHF_ALLOC}
+    for s, (_, size, flags, _) in secs.items():
+        group = next((g for g, members in GROUPS.items() if s in members), None)
+        if flags & SHF_ALLOC:
+            parts[group or "writable data"] += size
+    parts["not loaded: .symtab and .strtab (symbol names)"] = (
+        not_loaded.get(".symtab", 0) + not_loaded.get(".strtab", 0))
+    parts["not loaded: other"] = sum(not_loaded.values()) - parts[
+        "not loaded: .symtab and .strtab (symbol names)"]
+    layout[name] = (total, loaded, parts, secs)
+    if name == "libtorch_cpu.so":
+        n_init, init_names = initializers(data, secs)
+    del data
+
+cpu_total, cpu_loaded, cpu_parts, cpu_secs = layout["libtorch_cpu.so"]
+cpu_file_bytes = cpu_total
+cpu_loaded_bytes = cpu_loaded
+cpu_text_bytes = cpu_secs[".text"][1]
+cpu_unloaded_bytes = sum(v[1] for s, v in cpu_secs.items() if s and not v[2] & SHF_ALLOC)
+cpu_strtab_bytes = cpu_secs[".strtab"][1]
+cpu_text_mib = cpu_text_bytes / 2**20
+cpu_file_mib = cpu_file_bytes / 2**20
+cpu_loaded_mib = cpu_loaded_bytes / 2**20
+cpu_unloaded_mib = cpu_unloaded_bytes / 2**20
+cpu_strtab_mib = cpu_strtab_bytes / 2**20
+n_static_initializers = n_init
+n_named_initializers = sum(n != "?" for n in init_names)
+register_files = sorted({n[len("_GLOBAL__sub_I_"):] for n in init_names
+                         if n.startswith("_GLOBAL__sub_I_Register")})
+n_register_initializers = len(register_files)
+python_init = layout["libtorch_python.so"][3][".init_array"][1] // 8
+
+print(f"libtorch_cpu.so: {cpu_file_bytes:,} bytes on disk")
+print(f"  mapped by the loader (PT_LOAD segments): {cpu_loaded_bytes:,} bytes ({cpu_loaded_mib:.0f} MiB)")
+print(f"  of which machine code (.text):            {cpu_text_bytes:,} bytes ({cpu_text_mib:.0f} MiB)")
+print(f"  never mapped (no SHF_ALLOC flag):         {cpu_unloaded_bytes:,} bytes ({cpu_unloaded_mib:.0f} MiB),"
+      f" .strtab alone {cpu_strtab_mib:.0f} MiB")
+print(f"  .init_array: {n_static_initializers} start-up functions; named through .rela.dyn and .symtab: "
+      f"{n_named_initializers}")
+print(f"  {n_register_initializers} of them are the generated Register*.cpp files' registrations, e.g.:")
+for f in register_files[:6]:
+    print(f"    _GLOBAL__sub_I_{f}")
+print(f"libtorch_python.so: .init_array holds {python_init} start-up functions")
+
+fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+colors = ["C0", "C1", "C2", "C3", "C7", "C8"]
+for row, name in enumerate(LIBS):
+    left = 0
+    for (group, size), color in zip(layout[name][2].items(), colors):
+        ax.barh(row, size / 2**20, left=left, color=color, label=group if row == 0 else None,
+                hatch="//" if group.startswith("not loaded") else None, edgecolor="white")
+        left += size / 2**20
+    ax.text(left + 3, row, f"{layout[name][0] / 2**20:,.0f} MiB", va="center", fontsize=9)
+ax.set_yticks(range(len(LIBS)), LIBS)
+ax.invert_yaxis()
+ax.set_xlabel("MiB on disk, to scale")
+ax.set_xlim(0, cpu_file_mib * 1.12)
+ax.legend(fontsize=8, loc="lower right", frameon=False)
+ax.set_title("libtorch_cpu and libtorch_python to scale, by section (hatched: never mapped)")
+plt.show()

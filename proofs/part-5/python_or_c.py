@@ -1,0 +1,102 @@
+"""Which of Tensor's operators are Python: `a - 1` is C++ all the way, `1 - a` runs two Python functions first.
+
+Looks up every operator method of torch.Tensor along its class chain: a method_descriptor or
+slot wrapper inherited from torch._C.TensorBase is C++; a function in torch.Tensor's own
+dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that do the
+same arithmetic, it counts the Python functions each one runs (sys.setprofile's "call"
+events, the timed expression's own frame left out) and times them on one-element float32
+tensors with timeit: the CPU time of this thread (time.thread_time), minimum of 15 repeats of
+2,000 calls, all expressions taking turns within each repeat, after a warm-up.
+"""
+import sys
+import time
+import timeit
+import types
+
+import matplotlib.pyplot as plt
+import torch
+
+OPERATORS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+             "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+             "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__abs__", "__invert__",
+             "__and__", "__or__", "__xor__", "__lshift__", "__rlshift__", "__rshift__",
+             "__rrshift__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+             "__getitem__", "__setitem__", "__len__", "__iter__", "__contains__", "__bool__",
+             "__float__", "__int__", "__index__", "__hash__", "__repr__", "__format__"]
+
+
+def defined_in(name):
+    """('C++', class) or ('Python', file) for where torch.Tensor's attribute comes from."""
+    for cls in torch.Tensor.__mro__:
+        if name in vars(cls):
+            value = vars(cls)[name]
+            if isinstance(value, types.FunctionType):
+                return "Python", value.__code__.co_filename.replace("\\", "/").split("/torch/")[-1]
+            return "C++", cls.__name__
+    return "missing", ""
+
+
+def python_calls(fn):
+    """Python functions `fn` runs, by name (its own frame not counted)."""
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+    sys.setprofile(profile)
+    fn()
+    sys.setprofile(None)
+    return names[1:]
+
+
+where = {name: defined_in(name) for name in OPERATORS}
+python_ops = [n for n, (kind, _) in where.items() if kind == "Python"]
+c_ops = [n for n, (kind, _) in where.items() if kind == "C++"]
+n_python_ops = len(python_ops)
+n_c_ops = len(c_ops)
+rsub_in_tensor_py = where["__rsub__"] == ("Python", "_tensor.py")
+
+torch.set_num_threads(1)
+a = torch.rand(1) + 0.5
+PAIRS = [("a - 1", "1 - a"), ("a / 2", "2 / a"), ("a.pow(2)", "a ** 2"), ("a.shape[0]", "len(a)")]
+EXPRESSIONS = [e for pair in PAIRS for e in pair]
+calls = {e: python_calls(eval("lambda: " + e)) for e in EXPRESSIONS}
+timers = {e: timeit.Timer(e, globals={"a": a}, timer=time.thread_time) for e in EXPRESSIONS}
+for t in timers.values():
+    t.timeit(200)
+best = dict.fromkeys(EXPRESSIONS, float("inf"))
+for _ in range(15):
+    for e, t in timers.items():
+        best[e] = min(best[e], t.timeit(2000) / 2000 * 1e9)
+
+sub_ns, rsub_ns = best["a - 1"], best["1 - a"]
+rsub_extra_ns = rsub_ns - sub_ns
+rsub_vs_sub = rsub_ns / sub_ns
+div_ns, rdiv_ns = best["a / 2"], best["2 / a"]
+rdiv_vs_div = rdiv_ns / div_ns
+pow_method_ns, pow_op_ns = best["a.pow(2)"], best["a ** 2"]
+pow_op_vs_method = pow_op_ns / pow_method_ns
+n_calls_sub, n_calls_rsub = len(calls["a - 1"]), len(calls["1 - a"])
+n_calls_pow = len(calls["a ** 2"])
+n_calls_rdiv = len(calls["2 / a"])
+
+print(f"torch.Tensor's {len(OPERATORS)} operator methods: {n_c_ops} C++ (from TensorBase), "
+      f"{n_python_ops} Python (torch/_tensor.py):")
+print("  Python: " + ", ".join(python_ops))
+print("one-element float32, thread CPU time, min of 15 repeats of 2,000 calls:")
+for e in EXPRESSIONS:
+    shown = ", ".join(calls[e]) if calls[e] else "none"
+    print(f"  {e:12s}{best[e]:7,.0f} ns   Python functions run: {shown}")
+print(f"1 - a costs {rsub_extra_ns:+,.0f} ns more than a - 1 ({rsub_vs_sub:.2f}x)")
+
+fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+for i, e in enumerate(EXPRESSIONS):
+    ax.barh(i, best[e], color="C1" if calls[e] else "C0")
+    ax.text(best[e], i, f" {best[e]:,.0f} ns" + (f", {len(calls[e])} Python functions" if calls[e]
+                                                   else ""), va="center", fontsize=8)
+ax.set_yticks(range(len(EXPRESSIONS)), EXPRESSIONS, fontfamily="monospace")
+ax.invert_yaxis()
+ax.set_xlim(0, max(best.values()) * 1.45)
+ax.set_xlabel("ns per call, one-element tensor (thread CPU time)")
+ax.set_title("Same arithmetic, two spellings: orange ones run Python in torch/_tensor.py first")
+plt.show()

@@ -1,0 +1,157 @@
+"""Which names each library exports and imports: libtorch_cpu holds ATen, autograd, TorchScript and a statically linked MKL; libtorch_python calls thousands of them.
+
+Reads the dynamic symbol table (.dynsym, the names the dynamic loader can see) of
+libtorch_cpu, libtorch_python and libc10 with Python (struct and numpy over a memory map, no
+nm): a symbol with a section index is defined there (exported), one without is undefined
+(imported from another library). Mangled C++ names (Itanium ABI, `_ZN2at...`) are sorted by
+their first namespace, read from the mangled text itself; plain C names by prefix. Then it
+resolves libtorch_python's imports against the other two libraries' exports: the width of the
+boundary, counted in functions. Last, it looks up where a few named pieces of the call path
+live. Linux (ELF) only.
+"""
+import mmap
+import os
+import re
+import struct
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+LIB_DIR = os.path.join(os.path.dirname(torch.__file__), "lib")
+SYM = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
+                ("value", "<u8"), ("size", "<u8")])
+NESTED = re.compile(r"_Z(?:T[VIS])?N[rVKRO]*(?:(St)|(\d+))")
+
+
+def dynamic_symbols(path):
+    """[(name, defined here?)] for every named entry of the file's .dynsym section."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise SystemExit("not a 64-bit little-endian ELF file: this script reads Linux libraries")
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        raw = [struct.unpack_from("<IIQQQQII", data, shoff + i * shentsize) for i in range(shnum)]
+        names_at = raw[shstrndx][4]
+        dynsym = next(r for r in raw if data[names_at + r[0]:names_at + r[0] + 8] == b".dynsym\0")
+        strings = raw[dynsym[6]][4]
+        table = np.frombuffer(data, SYM, dynsym[5] // SYM.itemsize, dynsym[4]).copy()
+        out = []
+        for name_at, shndx in zip(table["name"].tolist(), table["shndx"].tolist()):
+            if name_at:
+                start = strings + name_at
+                out.append((data[start:data.find(b"\0", start)].decode(), shndx != 0))
+    return out
+
+
+def namespace(name):
+    """'_ZN2at4_ops10add_Tensor4callE...' -> 'at'; 'torch' gets its second level: 'torch::jit'."""
+    if name.startswith(("_ZTS", "_ZTI", "_ZTV")) and not NESTED.match(name):
+        return "(type info)"
+    m = NESTED.match(name)
+    if not m:
+        return "(global C++)" if re.match(r"_Z\d", name) else "(C)"
+    if m[1]:
+        return "std"
+    rest = name[m.end():]
+    first = rest[:int(m[2])]
+    second = re.match(r"(\d+)", rest[len(first):])
+    if first == "torch" and second:
+        start = len(first) + len(second[1])
+        return "torch::" + rest[start:start + int(second[1])]
+    return first
+
+
+def category(name):
+    ns = namespace(name)
+    if ns == "(C)":
+        return "MKL (linked in)" if name.lower().startswith(("mkl", "_mkl")) else "other C names"
+    if ns in ("at",):
+        return "ATen (at::)"
+    if ns == "torch::autograd":
+        return "autograd (torch::autograd)"
+    if ns == "torch::jit":
+        return "TorchScript (torch::jit)"
+    if ns.startswith("torch::"):
+        return "other torch:: (nn, lazy, distributed...)"
+    if ns in ("c10", "c10d", "caffe2"):
+        return "c10, c10d, caffe2"
+    if ns in ("std", "(type info)", "(global C++)"):
+        return "std::, type info, other C++"
+    return "third-party C++ (fbgemm, gloo, onnx...)"
+
+
+libs = {name: dynamic_symbols(os.path.join(LIB_DIR, name))
+        for name in ("libtorch_cpu.so", "libtorch_python.so", "libc10.so")}
+exports = {lib: {n for n, defined in syms if defined} for lib, syms in libs.items()}
+cpu_categories = Counter(category(n) for n in exports["libtorch_cpu.so"])
+n_cpu_exports = len(exports["libtorch_cpu.so"])
+n_python_exports = len(exports["libtorch_python.so"])
+n_c10_exports = len(exports["libc10.so"])
+n_aten_exports = cpu_categories["ATen (at::)"]
+n_mkl_exports = cpu_categories["MKL (linked in)"]
+
+imports = [n for n, defined in libs["libtorch_python.so"] if not defined]
+n_python_imports = len(imports)
+from_cpu = [n for n in imports if n in exports["libtorch_cpu.so"]]
+n_from_cpu = len(from_cpu)
+n_from_c10 = sum(n in exports["libc10.so"] for n in imports if n not in exports["libtorch_cpu.so"])
+n_from_elsewhere = n_python_imports - n_from_cpu - n_from_c10
+from_cpu_by_ns = Counter(namespace(n) for n in from_cpu)
+n_from_cpu_aten = from_cpu_by_ns["at"]
+n_from_cpu_autograd = from_cpu_by_ns["torch::autograd"]
+n_from_cpu_jit = from_cpu_by_ns["torch::jit"]
+n_python_imports_py = sum(n.startswith(("Py", "_Py")) for n in imports)
+
+PIECES = {  # a piece of the call path -> the start of its mangled (or C) name
+    "at::_ops::add_Tensor::call (the operator's entry)": "_ZN2at4_ops10add_Tensor4callE",
+    "at::cpu::add (the CPU kernel, called directly)": "_ZN2at3cpu3addERKNS_6TensorE",
+    "torch::autograd::Engine::execute (backward)": "_ZN5torch8autograd6Engine7executeE",
+    "THPVariable_Wrap (a C++ tensor into a Python one)": "_Z16THPVariable_Wrap",
+    "c10::alloc_cpu (the CPU allocator)": "_ZN3c109alloc_cpuE",
+    "c10::TensorImpl::TensorImpl (a tensor's C++ object)": "_ZN3c1010TensorImplC",
+    "mkl_blas_sgemm (MKL's float matrix product)": "mkl_blas_sgemm",
+}
+where = {}
+for piece, prefix in PIECES.items():
+    where[piece] = [lib for lib, names in exports.items() if any(n.startswith(prefix) for n in names)]
+pieces_found = all(len(libs_) == 1 for libs_ in where.values())
+
+print(f"exported (defined) names in .dynsym: libtorch_cpu {n_cpu_exports:,}, "
+      f"libtorch_python {n_python_exports:,}, libc10 {n_c10_exports:,}")
+print("libtorch_cpu's exports by where they come from:")
+for cat, n in cpu_categories.most_common():
+    print(f"  {cat:44s}{n:8,}")
+print(f"libtorch_python imports {n_python_imports:,} names: {n_from_cpu:,} from libtorch_cpu "
+      f"({n_from_cpu_aten:,} at::, {n_from_cpu_autograd:,} torch::autograd, {n_from_cpu_jit:,} "
+      f"torch::jit), {n_from_c10:,} from libc10, {n_from_elsewhere:,} from elsewhere "
+      f"({n_python_imports_py:,} of those are Python's own C API, Py*)")
+print("where named pieces are defined:")
+for piece, found in where.items():
+    print(f"  {piece:54s}{', '.join(found) or 'not found'}")
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.8), width_ratios=[5, 4], layout="constrained")
+cats = cpu_categories.most_common()
+ax1.barh([c for c, _ in cats], [n for _, n in cats], color="C0")
+for i, (_, n) in enumerate(cats):
+    ax1.text(n, i, f" {n:,}", va="center", fontsize=8)
+ax1.invert_yaxis()
+ax1.set_xlim(0, max(n for _, n in cats) * 1.25)
+ax1.tick_params(axis="y", labelsize=8)
+ax1.set_xlabel("names libtorch_cpu exports")
+ax1.locator_params(axis="x", nbins=4)
+rows = [("libtorch_cpu: at::", n_from_cpu_aten), ("libtorch_cpu: autograd", n_from_cpu_autograd),
+        ("libtorch_cpu: jit", n_from_cpu_jit),
+        ("libtorch_cpu: other", n_from_cpu - n_from_cpu_aten - n_from_cpu_autograd - n_from_cpu_jit),
+        ("libc10", n_from_c10), ("Python, C++ runtime, libc", n_from_elsewhere)]
+ax2.barh([r for r, _ in rows], [n for _, n in rows], color=["C1"] * 4 + ["C2", "C7"])
+for i, (_, n) in enumerate(rows):
+    ax2.text(n, i, f" {n:,}", va="center", fontsize=8)
+ax2.invert_yaxis()
+ax2.set_xlim(0, max(n for _, n in rows) * 1.3)
+ax2.tick_params(axis="y", labelsize=8)
+ax2.set_xlabel("names libtorch_python imports")
+ax2.locator_params(axis="x", nbins=3)
+fig.suptitle("What libtorch_cpu exports, and what the bindings in libtorch_python call")
+plt.show()

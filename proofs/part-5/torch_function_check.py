@@ -1,0 +1,117 @@
+"""The __torch_function__ check on every call: free for a plain tensor, a detour through Python for a subclass.
+
+Every generated binding asks, after parsing, whether any argument overrides
+__torch_function__ (`_r.has_torch_function()`, torch/csrc/utils/python_arg_parser.h). The
+parser only looks for an override on arguments whose type is not exactly torch.Tensor or
+torch.nn.Parameter (THPVariable_CheckExact, torch/csrc/autograd/python_variable.h). The
+script calls torch.add on one-element float32 tensors of five kinds: plain tensors, a
+Parameter (requires_grad=False, so no graph is recorded), a subclass that adds nothing (it
+inherits Tensor.__torch_function__, a Python classmethod in torch/_tensor.py), a subclass
+that opts out (__torch_function__ = torch._C._disabled_torch_function_impl), and plain
+tensors inside a TorchFunctionMode that passes every call through. For each it counts the
+Python functions the call runs (sys.setprofile) and notes the result's type, then times
+them: this thread's CPU time (time.thread_time), minimum of 15 repeats of 1,000 calls, the
+five taking turns within each repeat, after a warm-up.
+"""
+import sys
+import time
+import timeit
+
+import matplotlib.pyplot as plt
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class Subclass(torch.Tensor):
+    pass
+
+
+class OptedOut(torch.Tensor):
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+
+class PassThrough(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def python_calls(fn):
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+    sys.setprofile(profile)
+    fn()
+    sys.setprofile(None)
+    return names[1:]
+
+
+torch.set_num_threads(1)
+plain = torch.rand(1)
+param = torch.nn.Parameter(torch.rand(1), requires_grad=False)
+sub = plain.clone().as_subclass(Subclass)
+opted = plain.clone().as_subclass(OptedOut)
+mode = PassThrough()
+CASES = {
+    "plain tensors": ("torch.add(plain, plain)", False),
+    "nn.Parameter": ("torch.add(param, param)", False),
+    "subclass, opted out": ("torch.add(opted, opted)", False),
+    "subclass": ("torch.add(sub, sub)", False),
+    "plain, in a TorchFunctionMode": ("torch.add(plain, plain)", True),
+}
+env = {"torch": torch, "plain": plain, "param": param, "sub": sub, "opted": opted}
+
+
+def run_case(stmt, in_mode, number):
+    timer = timeit.Timer(stmt, globals=env, timer=time.thread_time)
+    if in_mode:
+        with mode:
+            return timer.timeit(number)
+    return timer.timeit(number)
+
+
+calls, result_type = {}, {}
+for label, (stmt, in_mode) in CASES.items():
+    fn = eval("lambda: " + stmt, env)
+    if in_mode:
+        with mode:
+            calls[label], result_type[label] = python_calls(fn), type(fn()).__name__
+    else:
+        calls[label], result_type[label] = python_calls(fn), type(fn()).__name__
+    run_case(stmt, in_mode, 100)
+best = dict.fromkeys(CASES, float("inf"))
+for _ in range(15):
+    for label, (stmt, in_mode) in CASES.items():
+        best[label] = min(best[label], run_case(stmt, in_mode, 1000) / 1000 * 1e9)
+
+plain_ns = best["plain tensors"]
+param_vs_plain = best["nn.Parameter"] / plain_ns
+opted_vs_plain = best["subclass, opted out"] / plain_ns
+subclass_vs_plain = best["subclass"] / plain_ns
+mode_vs_plain = best["plain, in a TorchFunctionMode"] / plain_ns
+n_calls_plain = len(calls["plain tensors"])
+n_calls_param = len(calls["nn.Parameter"])
+n_calls_opted = len(calls["subclass, opted out"])
+n_calls_subclass = len(calls["subclass"])
+n_calls_mode = len(calls["plain, in a TorchFunctionMode"])
+subclass_result_type = result_type["subclass"]
+opted_result_type = result_type["subclass, opted out"]
+
+print("torch.add(x, x), one element, thread CPU time, min of 15 repeats of 1,000 calls:")
+for label in CASES:
+    shown = ", ".join(calls[label]) or "none"
+    print(f"  {label:32s}{best[label]:7,.0f} ns  {best[label] / plain_ns:5.1f}x  result "
+          f"{result_type[label]:10s} Python functions run: {shown}")
+
+fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+for i, label in enumerate(CASES):
+    ax.barh(i, best[label], color="C1" if calls[label] else "C0")
+    ax.text(best[label], i, f" {best[label]:,.0f} ns, {len(calls[label])} Python functions",
+            va="center", fontsize=8)
+ax.set_yticks(range(len(CASES)), list(CASES))
+ax.invert_yaxis()
+ax.set_xlim(0, max(best.values()) * 1.4)
+ax.set_xlabel("ns per torch.add, one-element tensors (thread CPU time)")
+ax.set_title("The __torch_function__ check: free for exact tensors, Python for subclasses (orange)")
+plt.show()
