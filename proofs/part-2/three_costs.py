@@ -2,11 +2,11 @@
 
 Times torch.add(a, b, out=c) and torch.pow(a, 2.5, out=c) on float32 tensors from 1 to 16M
 elements, one thread, minimum of 9 rounds; each round times a batch of each size and
-operation in turn (a batch runs about a millisecond's worth of calls, at least one; below 1M
-elements after an untimed call, so that its bytes start in cache). add does one addition per 12 bytes
-it moves; the power moves 8 bytes per element and evaluates Vectorized<float>::pow on each
-(Sleef's powf in the AVX2 and AVX512 headers, std::pow with capability DEFAULT): dozens of
-operations. The toll is the time of a one-element call; the work per element at size n is
+operation in turn (a batch runs about a millisecond's worth of calls, at least one; below
+1M elements after an untimed batch of the same, so that it starts warm, its bytes in
+cache). add does one addition per 12 bytes it moves; the power moves 8 bytes per element
+and evaluates Vectorized<float>::pow on each (Sleef's powf in the AVX2 and AVX512 headers,
+std::pow with capability DEFAULT): dozens of operations. The toll is the time of a one-element call; the work per element at size n is
 (time(n) - toll) / n. In cache is 64K elements (768 KiB for add's three tensors, which fits
 in a core's L2 cache on most current x86 CPUs); out of cache is 16M (192 MiB). Out of cache,
 add's work per element rises with the bytes; the power's stays where its arithmetic puts it.
@@ -51,7 +51,7 @@ for _ in range(ROUNDS):  # every size in every round: a noisy moment spoils one 
     for i, (n, (add, power, calls)) in enumerate(zip(SIZES, work)):
         for j, fn in enumerate((add, power)):
             if n < 1 << 20:
-                fn()  # untimed: the batch starts with this size's bytes in cache
+                batch_ns(fn, calls)  # untimed: the batch starts warm, this size's bytes in cache
             best[i][j] = min(best[i][j], batch_ns(fn, calls))
 add_ns = [b[0] for b in best]
 pow_ns = [b[1] for b in best]
