@@ -60,6 +60,8 @@ f16_complex = promoted["float16 + 1j"]
 zero_dim_same_category = promoted["float32 + float64 0-dim"]
 zero_dim_higher_category = promoted["int32 + float64 0-dim"]
 zero_dim_rule = zero_dim_same_category == "float32" and zero_dim_higher_category == "float64"
+scalar_rule = (int64_scalar == str(torch.get_default_dtype()).replace("torch.", "")
+               and bool_scalar == "int64" and f16_complex == "complex32")
 try:
     torch.promote_types(torch.uint16, torch.int32)
     unsigned_error = ""

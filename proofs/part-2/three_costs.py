@@ -12,8 +12,9 @@ in a core's L2 cache on most current x86 CPUs); out of cache is 16M (192 MiB). O
 add's work per element rises with the bytes; the power's stays where its arithmetic puts it.
 That rise needs an add loop fast enough to outrun memory while in cache: the AVX2 and AVX512
 loops on x86 are (vector_loops); with capability DEFAULT (ATEN_CPU_CAPABILITY=default) the
-add loop is scalar and the rise need not show. GB/s counts the 12 bytes add must move; a
-cache that reads each written line before it writes it (x86 does) moves about 16.
+add loop has no hand-written vectors and the rise need not show. GB/s counts the 12 bytes
+add must move; a cache that reads each written line before it writes it (x86 does) moves
+about 16.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
