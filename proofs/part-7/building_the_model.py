@@ -1,0 +1,141 @@
+"""Building Figure 1's model: what __init__, .to() and the optimizer do, and what the step keeps in memory.
+
+Constructs Figure 1's Net under a TorchDispatchMode (torch.utils._python_dispatch, an
+underscore module documented for extending PyTorch) to see the operators construction runs:
+each nn.Linear allocates its weight and bias empty (torch/nn/modules/linear.py, __init__) and
+reset_parameters fills them in place with uniform_ (through init.kaiming_uniform_ and
+init.uniform_, torch/nn/init.py). nn.Module.__setattr__ (torch/nn/modules/module.py) files every
+Parameter assigned to a module under its _parameters and every sub-module under _modules, which
+is all model.parameters() walks. Then .to("cpu") on a model already there, and the optimizer:
+torch.optim.Adam keeps references to the very Parameter objects and makes its state lazily, on
+the first step (Adam._init_group in torch/optim/adam.py). The bytes of every tensor the program
+holds during a step are counted from their storages; the activations backward needs are
+counted by a saved_tensors_hooks pack hook (new storages only: a parameter or the batch is
+alive anyway).
+"""
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+torch.manual_seed(0)
+x = torch.randn(1024, 8)
+y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+with Ops() as construction:
+    model = Net()
+construction_ops = Counter(construction.names)
+init_fills_in_place = construction_ops["uniform_.default"] == 4
+allocations_empty = construction_ops["empty.memory_format"] == 4
+
+registered = {name: list(module._parameters) for name, module in model.named_modules() if module._parameters}
+modules_registered = list(model._modules) == ["layers"] and len(model.layers._modules) == 3
+param_names = [name for name, _ in model.named_parameters()]
+params = list(model.parameters())
+n_param_tensors = len(params)
+n_params = sum(p.numel() for p in params)
+
+before = [p.data_ptr() for p in params]
+same_module = model.to("cpu") is model
+to_cpu_copied_nothing = same_module and [p.data_ptr() for p in model.parameters()] == before
+
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+holds_same_objects = all(a is b for a, b in zip(optimizer.param_groups[0]["params"], params))
+state_before_step = len(optimizer.state)
+
+
+def nbytes(t):
+    return t.untyped_storage().nbytes()
+
+
+# One step of Figure 1's loop, with a pack hook counting what backward will need.
+alive = {t.untyped_storage().data_ptr() for t in [x, y, *params]}
+saved_new = {}
+
+
+def pack(t):
+    ptr = t.untyped_storage().data_ptr()
+    if ptr not in alive:
+        saved_new[ptr] = nbytes(t)
+    return t
+
+
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    pred = model(x)
+    loss = loss_fn(pred, y)
+loss.backward()
+grad_bytes = sum(nbytes(p.grad) for p in params)
+optimizer.step()
+state_after_step = len(optimizer.state)
+state_keys = sorted(next(iter(optimizer.state.values())))
+optimizer.zero_grad()
+grads_none_after_zero_grad = all(p.grad is None for p in params)
+
+param_bytes = sum(nbytes(p) for p in params)
+exp_avg_bytes = sum(nbytes(s["exp_avg"]) for s in optimizer.state.values())
+exp_avg_sq_bytes = sum(nbytes(s["exp_avg_sq"]) for s in optimizer.state.values())
+step_bytes = sum(nbytes(s["step"]) for s in optimizer.state.values())
+adam_state_bytes = exp_avg_bytes + exp_avg_sq_bytes + step_bytes
+adam_twice_params = exp_avg_bytes + exp_avg_sq_bytes == 2 * param_bytes
+data_bytes = nbytes(x) + nbytes(y)
+activation_bytes = sum(saved_new.values())
+data_vs_params = data_bytes / param_bytes
+activations_vs_params = activation_bytes / param_bytes
+KIB = 1024
+param_kib = param_bytes / KIB
+data_kib = data_bytes / KIB
+activation_kib = activation_bytes / KIB
+adam_state_kib = adam_state_bytes / KIB
+
+print(f"operators run while Net() was built: {dict(construction_ops)}")
+print(f"parameters registered by Module.__setattr__: {registered}")
+print(f"model.parameters(): {param_names} ({n_param_tensors} tensors, {n_params:,} numbers)")
+print(f"model.to('cpu') returned the same module: {same_module}; same storages: {to_cpu_copied_nothing}")
+print(f"Adam holds the very Parameter objects: {holds_same_objects}; "
+      f"state entries before the first step: {state_before_step}, after: {state_after_step} {state_keys}")
+print(f"after zero_grad() every .grad is None: {grads_none_after_zero_grad}")
+print("\nbytes the program holds (storages):")
+rows = [("batch x and target y", data_bytes, "the whole run"),
+        ("parameters", param_bytes, "the whole run"),
+        ("Adam exp_avg + exp_avg_sq + step", adam_state_bytes, "from the first step on"),
+        ("gradients", grad_bytes, "backward to zero_grad"),
+        ("activations saved for backward", activation_bytes, "forward to backward")]
+for name, size, when in rows:
+    print(f"  {name:<36}{size:>10,} B  ({when})")
+print(f"the data holds {data_vs_params:.0f} times the parameters' bytes, "
+      f"the saved activations {activations_vs_params:.0f} times")
+
+fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
+colors = ["C7", "C0", "C1", "C2", "C3"]
+for i, (name, size, when) in enumerate(rows):
+    ax.barh(i, size / KIB, color=colors[i])
+    ax.text(size / KIB, i, f"  {size / KIB:,.1f} KiB, {when}", va="center", fontsize=8)
+ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+ax.invert_yaxis()
+ax.set_xlim(0, max(r[1] for r in rows) / KIB * 1.6)
+ax.set_xlabel("KiB (to scale)")
+ax.set_title("What Figure 1's program keeps in memory during one step")
+plt.show()

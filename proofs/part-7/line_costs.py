@@ -1,0 +1,122 @@
+"""What each line of Figure 1's training step costs, in time and per operator.
+
+Runs Figure 1's program on one intra-op thread for 40 warm-up steps, then times each line of
+the step on 400 more: the CPU time of the calling thread (time.thread_time_ns) around each
+line, which on one thread holds all of the line's work and leaves out the time other programs
+take the core (it still grows when they compete for caches and memory bandwidth). Each line's
+cost is the median over the steps. One more step under a TorchDispatchMode
+(torch.utils._python_dispatch, an underscore module documented for extending PyTorch) counts
+the operators each line dispatched, so the cost per operator can be read off.
+"""
+import statistics
+import time
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+x = torch.randn(1024, 8)
+y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+losses = []
+
+LINES = ["pred = model(x)", "loss = loss_fn(pred, y)", "loss.backward()",
+         "optimizer.step()", "optimizer.zero_grad()", "losses.append(loss.item())"]
+WARMUP, STEPS = 40, 400
+clock = time.thread_time_ns
+
+
+def timed_step():
+    """One step of Figure 1's loop; the thread CPU time of each line, in µs."""
+    t0 = clock()
+    pred = model(x)
+    t1 = clock()
+    loss = loss_fn(pred, y)
+    t2 = clock()
+    loss.backward()
+    t3 = clock()
+    optimizer.step()
+    t4 = clock()
+    optimizer.zero_grad()
+    t5 = clock()
+    losses.append(loss.item())
+    t6 = clock()
+    marks = (t0, t1, t2, t3, t4, t5, t6)
+    return [(b - a) / 1e3 for a, b in zip(marks, marks[1:])]
+
+
+for _ in range(WARMUP):
+    timed_step()
+samples = [timed_step() for _ in range(STEPS)]
+line_us = {line: statistics.median(s[i] for s in samples) for i, line in enumerate(LINES)}
+step_us = statistics.median(sum(s) for s in samples)
+
+
+class Count(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.n += func.namespace == "aten"
+        return func(*args, **(kwargs or {}))
+
+
+ops = {}
+pred = loss = None
+
+
+def line_fn(i):
+    global pred, loss
+    return [lambda: globals().__setitem__("pred", model(x)),
+            lambda: globals().__setitem__("loss", loss_fn(pred, y)),
+            lambda: loss.backward(), optimizer.step, optimizer.zero_grad,
+            lambda: losses.append(loss.item())][i]
+
+
+for i, line in enumerate(LINES):
+    with Count() as counter:
+        line_fn(i)()
+    ops[line] = counter.n
+
+forward_us = line_us[LINES[0]] + line_us[LINES[1]]
+backward_us = line_us[LINES[2]]
+optimizer_us = line_us[LINES[3]]
+zero_grad_us = line_us[LINES[4]]
+item_us = line_us[LINES[5]]
+optimizer_us_per_op = optimizer_us / ops[LINES[3]]
+backward_us_per_op = backward_us / ops[LINES[2]]
+optimizer_share = optimizer_us / step_us
+small_lines_share = (zero_grad_us + item_us) / step_us
+
+print(f"Figure 1's step on one thread: median over {STEPS} steps (after {WARMUP} warm-up), "
+      f"thread CPU time")
+print(f"{'line':<30}{'µs':>9}{'share':>8}{'aten ops':>10}{'µs per op':>11}")
+for line in LINES:
+    per_op = f"{line_us[line] / ops[line]:>11.1f}" if ops[line] else f"{'-':>11}"
+    print(f"{line:<30}{line_us[line]:>9.1f}{line_us[line] / step_us:>8.0%}{ops[line]:>10}{per_op}")
+print(f"{'whole step':<30}{step_us:>9.1f}")
+
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 3.8), height_ratios=[1, 1.3], layout="constrained")
+left = 0.0
+for i, line in enumerate(LINES):
+    top.barh(0, line_us[line], left=left, color=f"C{i}", edgecolor="white")
+    if line_us[line] > 0.06 * step_us:
+        top.text(left + line_us[line] / 2, 0, line.split("(")[0].split("= ")[-1], ha="center",
+                 va="center", fontsize=8, color="white")
+    left += line_us[line]
+top.set_xlim(0, left)
+top.set_yticks([])
+top.set_xlabel("µs of thread CPU time, one median step, lines to scale")
+top.set_title("Figure 1's training step, line by line")
+names = [line for line in LINES if ops[line]]
+bottom.bar(range(len(names)), [line_us[n] / ops[n] for n in names],
+           color=[f"C{LINES.index(n)}" for n in names])
+bottom.set_xticks(range(len(names)), [f"{n}\n{ops[n]} ops" for n in names], fontsize=7)
+bottom.set_ylabel("µs per aten op")
+plt.show()
