@@ -4,8 +4,11 @@ Method: torch.set_num_threads(1) in every thread (the setting is per thread), so
 uses one core and any speed-up comes from the two Python threads. Each job runs twice, one after the other or in two threads at once; the
 two ways take turns, 7 times each, and each way keeps its minimum (time.perf_counter), after
 one warm-up round. Where the process may use two cores or more, each thread pins itself to a
-core of its own (os.sched_setaffinity, Linux), so the two never queue on one core. The speed-up
-needs two free cores: on one core the threads can only take turns, whatever the GIL does.
+core of its own (os.sched_setaffinity, Linux), so the two never queue on one core. Two threads
+can only compute at once on cores nobody else is using, so while the matmuls are timed the proof
+also measures the CPU time every other program on the machine took (from /proc/stat, Linux;
+elsewhere it assumes none) and reports the cores left free: on one free core the threads can only
+take turns, whatever the GIL does.
 """
 import os
 import threading
@@ -73,6 +76,24 @@ def in_two_threads(job):
         thread.join()
 
 
+def machine_busy_ticks():
+    """CPU time used by everything on the machine, in clock ticks, from /proc/stat (Linux)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
+def free_cores_while(run):
+    """Run `run` and return (its result, the cores other programs left free meanwhile, on average)."""
+    linux = os.path.exists("/proc/stat")
+    wall0, ours0 = time.perf_counter(), time.process_time()
+    busy0 = machine_busy_ticks() if linux else 0
+    result = run()
+    wall, ours = time.perf_counter() - wall0, time.process_time() - ours0
+    others = (machine_busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - ours if linux else 0.0
+    return result, max(0.0, min(float(cores_available), cores_available - others / wall))
+
+
 def best_ms(job):
     """Minimum time in ms of the two ways to run `job` twice; the two ways take turns."""
     seq, thr = [], []
@@ -84,12 +105,15 @@ def best_ms(job):
     return min(seq) * 1e3, min(thr) * 1e3
 
 
-matmul_seq_ms, matmul_thr_ms = best_ms(matmul_job)
+(matmul_seq_ms, matmul_thr_ms), free_cores = free_cores_while(lambda: best_ms(matmul_job))
 python_seq_ms, python_thr_ms = best_ms(python_job)
 matmul_speedup = matmul_seq_ms / matmul_thr_ms
 python_speedup = python_seq_ms / python_thr_ms
+# What two threads can gain at most: one core's worth per free core, two cores' worth at most.
+usable_cores = max(1.0, min(2.0, free_cores))
 
 print(f"{cores_available} CPU cores available, torch intra-op threads: {torch.get_num_threads()}")
+print(f"cores left free by other programs while the matmuls were timed: {free_cores:.1f}")
 print(f"Two jobs, one after the other vs in two Python threads (min of {REPEATS} runs):")
 print(f"  {N_MATMULS} matmuls {SIZE}x{SIZE} per job:         {matmul_seq_ms:5.0f} ms vs "
       f"{matmul_thr_ms:5.0f} ms   speed-up {matmul_speedup:.2f}x")
@@ -97,5 +121,5 @@ print(f"  Python loop, {PY_STEPS:,} steps per job: {python_seq_ms:5.0f} ms vs "
       f"{python_thr_ms:5.0f} ms   speed-up {python_speedup:.2f}x")
 print("The matmul releases the GIL inside C++, so both threads compute at once;")
 print("the Python loop holds the GIL, so its threads only take turns.")
-if cores_available < 2:
-    print("(With a single core no speed-up is possible either way.)")
+if usable_cores < 1.5:
+    print(f"(With {free_cores:.1f} free cores the threads can hardly compute at once either way.)")

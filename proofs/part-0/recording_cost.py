@@ -2,17 +2,20 @@
 
 Times a * b on 1-element float32 tensors four ways: inputs that do not require grad; a that
 requires grad (so a MulBackward0 node is recorded); the same under torch.no_grad(); and under
-torch.inference_mode(). Each figure is the minimum over 7 runs of 20,000 calls (after a
-warm-up), the four variants interleaved run by run. Then counts the graph nodes that
-100 iterations of h = h * 1.01 + 0.1 leave behind.
+torch.inference_mode(). The four variants take turns in short batches of 2,000 calls, in a
+rotating order, 60 rounds after a warm-up; each variant's time is its median over the rounds, and
+each comparison with plain tensors is the median of the per-round ratios (a variant against plain
+tensors timed moments apart), so a machine that slows down or speeds up meanwhile moves both
+sides alike. Then counts the graph nodes that 100 iterations of h = h * 1.01 + 0.1 leave behind.
 """
+import statistics
 import time
 
 import torch
 
 torch.manual_seed(0)
-CALLS = 20_000
-RUNS = 7
+CALLS = 2_000
+ROUNDS = 60
 
 
 def per_call_ns(a, b, context):
@@ -25,6 +28,7 @@ def per_call_ns(a, b, context):
 
 
 def measure():
+    """{variant: [ns per call, one per round]}, the variants taking turns round by round."""
     a_grad = torch.randn(1, requires_grad=True)
     a_plain = a_grad.detach()
     b = torch.randn(1)
@@ -34,13 +38,15 @@ def measure():
         "requires_grad, no_grad()": (a_grad, torch.no_grad),
         "requires_grad, inference_mode()": (a_grad, torch.inference_mode),
     }
-    best = {name: float("inf") for name in variants}
+    names = list(variants)
+    rounds = {name: [] for name in names}
     for name, (a, context) in variants.items():  # warm-up
         per_call_ns(a, b, context)
-    for _ in range(RUNS):
-        for name, (a, context) in variants.items():
-            best[name] = min(best[name], per_call_ns(a, b, context))
-    return best
+    for r in range(ROUNDS):
+        for name in names[r % 4:] + names[:r % 4]:
+            a, context = variants[name]
+            rounds[name].append(per_call_ns(a, b, context))
+    return rounds
 
 
 def count_nodes(root):
@@ -58,11 +64,22 @@ def count_nodes(root):
     return counts
 
 
-best = measure()
+rounds = measure()
+best = {name: statistics.median(ns) for name, ns in rounds.items()}
+
+
+def vs_plain(name):
+    """The median over the rounds of this variant's time over plain tensors' time in that round."""
+    return statistics.median(t / p for t, p in zip(rounds[name], rounds["plain"]))
+
+
 plain_ns = best["plain"]
 grad_ns = best["requires_grad"]
 no_grad_ns = best["requires_grad, no_grad()"]
 inference_ns = best["requires_grad, inference_mode()"]
+grad_vs_plain = vs_plain("requires_grad")
+no_grad_vs_plain = vs_plain("requires_grad, no_grad()")
+inference_vs_plain = vs_plain("requires_grad, inference_mode()")
 record_overhead_ns = grad_ns - plain_ns
 record_overhead_pct = 100 * record_overhead_ns / plain_ns
 
@@ -75,9 +92,10 @@ loop_nodes = sum(node_counts.values())
 
 print(f"a * b on 1-element float32 tensors, CPU, torch.get_num_threads() = "
       f"{torch.get_num_threads()}")
-print(f"min of {RUNS} runs of {CALLS:,} calls, ns per call:")
+print(f"median of {ROUNDS} rounds of {CALLS:,} calls, ns per call, and against plain tensors:")
 for name, ns in best.items():
-    print(f"  {name:32s} {ns:7.0f}")
+    ratio = "" if name == "plain" else f"  x{vs_plain(name):.2f}"
+    print(f"  {name:32s} {ns:7.0f}{ratio}")
 print(f"recording a MulBackward0 node costs {record_overhead_ns:.0f} ns"
       f" (+{record_overhead_pct:.0f}% over plain)")
 print("no_grad() still runs the autograd kernel, which records nothing;"

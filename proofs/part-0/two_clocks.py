@@ -41,11 +41,13 @@ one_run()  # warm-up: library initialisation, first allocations
 runs = [one_run() for _ in range(RUNS)]
 returned_us = statistics.median(r for r, _ in runs)
 ready_us = statistics.median(d for _, d in runs)
+gap_us = statistics.median(d - r for r, d in runs)  # how long the host waited after the call returned
 gflops = 2 * N**3 / ready_us / 1e3  # multiply-adds count as 2 flops
 
 print(f"device: {device}; {N}x{N} float32 matmul, median of {RUNS} runs after warm-up")
 print(f"call returned after  {returned_us:12.0f} µs")
 print(f"result ready after   {ready_us:12.0f} µs   ({gflops:.0f} GFLOP/s)")
+print(f"waited after return  {gap_us:12.0f} µs")
 if device == "cpu":
     print("On CPU the calling thread does the work (with the intra-op pool), so the two")
     print("clocks coincide. On a GPU the call would return in microseconds, the kernel")
