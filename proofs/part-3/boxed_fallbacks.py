@@ -9,8 +9,11 @@ the Conjugate and Negative keys and so sees what their fallback does. z.conj() o
 tensor only sets a bit (the Conjugate key); the fallback (aten/src/ATen/ConjugateFallback.cpp,
 logic in aten/src/ATen/native/MathBitsFallback.h) lets views through, and for other operators
 clones each input that carries the bit, which resolves it, before redispatching. Operators that
-handle the bit themselves, such as mm, register a fallthrough at Conjugate instead (private
-torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them). Last, the Python key:
+need no resolved copy register a fallthrough at Conjugate instead (private
+torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them, and their schemas say
+which are views); six linear-algebra kernels among them (mm, bmm, addmm, baddbmm, dot, vdot)
+are called with a conjugated input, to see that it reaches them as it is and that they still
+compute the right result. Last, the Python key:
 a dispatch mode adds it to the thread-local include set. Private APIs are used as they are: if
 a later torch changes them, the script fails.
 """
@@ -71,8 +74,34 @@ view_keeps_bit = t_out.is_conj()
 
 conj_ops = [n for n in torch._C._dispatch_get_registrations_for_dispatch_key("Conjugate")
             if n.startswith("aten::")]  # private
-n_conj_fallthrough_ops = sum(torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough(n, DK.Conjugate)
-                             for n in conj_ops)  # private
+conj_fallthrough_ops = [n for n in conj_ops
+                        if torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough(n, DK.Conjugate)]
+n_conj_fallthrough_ops = len(conj_fallthrough_ops)
+schemas = {f"{s.name}.{s.overload_name}" if s.overload_name else s.name: s
+           for s in torch._C._jit_get_all_schemas()}  # private
+n_conj_fallthrough_views = sum(not schemas[n].is_mutable and
+                               any(a.alias_info is not None for a in schemas[n].arguments)
+                               for n in conj_fallthrough_ops)
+# linear-algebra kernels that read the bit: a conjugated input reaches them as it is
+v = torch.randn(3, dtype=torch.complex64)
+b3 = torch.randn(2, 3, 3, dtype=torch.complex64)
+vc, b3c = v.conj(), b3.conj()  # conjugated inputs, made before anything is watched
+LINALG = {  # name: (the call on an input with the bit, the same on an eagerly resolved input)
+    "mm": (lambda: torch.mm(zc, z), lambda: torch.mm(zc.resolve_conj(), z)),
+    "bmm": (lambda: torch.bmm(b3c, b3), lambda: torch.bmm(b3c.resolve_conj(), b3)),
+    "addmm": (lambda: torch.addmm(z, zc, z), lambda: torch.addmm(z, zc.resolve_conj(), z)),
+    "baddbmm": (lambda: torch.baddbmm(b3, b3c, b3), lambda: torch.baddbmm(b3, b3c.resolve_conj(), b3)),
+    "dot": (lambda: torch.dot(vc, v), lambda: torch.dot(vc.resolve_conj(), v)),
+    "vdot": (lambda: torch.vdot(vc, v), lambda: torch.vdot(vc.resolve_conj(), v)),
+}
+linalg_logs = {}
+linalg_right = True
+for name, (with_bit, resolved) in LINALG.items():
+    linalg_logs[name], out = watched(with_bit)
+    linalg_right = linalg_right and torch.allclose(out, resolved())
+linalg_read_bit = all(linalg_logs[n] == f"{n}(c)" for n in LINALG) and linalg_right
+n_linalg_read_bit = len(LINALG)
+all_linalg_fallthrough = all(f"aten::{n}" in conj_fallthrough_ops for n in LINALG)
 with Watch():
     include_in_mode = str(torch._C._dispatch_tls_local_include_set())  # private
 python_key_in_mode = "Python" in include_in_mode
@@ -96,5 +125,8 @@ print(f"  z.conj().t()      -> {t_log}   (a view: result keeps the bit: {view_ke
 print(f"z.conj().imag: keys {neg_keys}")
 print(f"  z.conj().imag * 2 -> {neg_mul_log}")
 print(f"results equal the eagerly resolved ones: {results_right}")
-print(f"{len(conj_ops)} aten ops register at Conjugate; {n_conj_fallthrough_ops} of them a fallthrough")
+print(f"{len(conj_ops)} aten ops register at Conjugate; {n_conj_fallthrough_ops} of them a fallthrough,"
+      f" {n_conj_fallthrough_views} of those views")
+print(f"  linear algebra with a conjugated input: {'; '.join(linalg_logs.values())}; right results: "
+      f"{linalg_right}; all six hold fallthroughs: {all_linalg_fallthrough}")
 print(f"inside a TorchDispatchMode the include set is {include_in_mode}")

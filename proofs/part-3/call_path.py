@@ -2,15 +2,17 @@
 
 Defines an operator trace::f with torch.library and registers a Python kernel at five keys:
 AutocastCPU, AutogradCPU, ADInplaceOrView, BackendSelect and CPU. Each of the first four
-notes when it starts and ends and redispatches to the keys below its own (the private
-torch._C._dispatch_keyset_full_after gives that mask); the CPU kernel does the work. The same
-call then runs in six situations, and the log shows which kernels ran, in which order, and
-whether grad mode was on inside the autograd kernel. Python kernels are far slower than
-ATen's C++ ones, so the times in the figure (the fastest of 30 runs of each situation, after a
-warm-up) show the shape of the path, not ATen's costs. It also asks a fresh interpreter, with
-TORCH_SHOW_DISPATCH_TRACE=1, whether this build prints the dispatcher's own trace, which
-Dispatcher.h compiles in only without NDEBUG. Private APIs are used as they are: if a
-later torch changes them, the script fails.
+notes when it starts and ends, the key set it was handed and whether grad mode is on, removes
+its own key from that set and redispatches: the dispatcher, not the kernel, picks which kernel
+runs next. The CPU kernel does the work. The same call then runs in six situations, and the
+log shows which kernels ran, in which order. Python kernels are far slower than ATen's C++
+ones, so the times in the figure (the fastest of 30 runs of each situation, after a warm-up)
+show the shape of the path, not ATen's costs. A second operator, trace2::g, has a logging
+kernel at AutogradCPU and a CPU kernel only: the set its autograd kernel is handed shows
+whether keys whose slot holds a fallthrough are still in it. It also asks a fresh interpreter,
+with TORCH_SHOW_DISPATCH_TRACE=1, whether this build prints the dispatcher's own trace, which
+Dispatcher.h compiles in only without NDEBUG. Uses the private torch._C._dispatch_* functions
+and DispatchKeySet: if a later torch changes them, the script fails.
 """
 import contextlib
 import os
@@ -29,13 +31,15 @@ lib.define("f(Tensor x) -> Tensor")
 log = []
 
 
-def passing_kernel(key):
-    """A kernel for `key` that logs, then redispatches to every key below its own."""
-    below = torch._C._dispatch_keyset_full_after(getattr(DK, key))  # private
+handed = {}  # key -> the key set its kernel was handed, in the latest run
 
+
+def passing_kernel(key):
+    """A kernel for `key` that logs, removes its own key and lets the dispatcher pick the next."""
     def kernel(keyset, x):
+        handed[key] = keyset
         log.append((key, "start", time.perf_counter_ns(), torch.is_grad_enabled()))
-        out = torch.ops.trace.f.default.redispatch(keyset & below, x)
+        out = torch.ops.trace.f.default.redispatch(keyset.remove(getattr(DK, key)), x)
         log.append((key, "end", time.perf_counter_ns(), torch.is_grad_enabled()))
         return out
     return kernel
@@ -68,15 +72,17 @@ situations = {
 
 def run_once(x, context):
     log.clear()
+    handed.clear()
     with context():
         start = time.perf_counter_ns()
         torch.ops.trace.f(x)
     return [(key, what, (t - start) / 1e3, grad) for key, what, t, grad in log]
 
 
-runs = {}
+runs, sets = {}, {}
 for label, (x, context) in situations.items():
     run_once(x, context)  # warm-up
+    sets[label] = dict(handed)
     tries = [run_once(x, context) for _ in range(30)]
     runs[label] = min(tries, key=lambda events: events[-1][2])  # the fastest run
 
@@ -95,13 +101,37 @@ inference_tensor_order = " -> ".join(orders["inference_mode, inference tensor"])
 autograd_ran_under_no_grad = "AutogradCPU" in orders["under no_grad"]
 grad_mode_inside_no_grad = [g for k, w, _, g in runs["under no_grad"] if k == "AutogradCPU"][0]
 autograd_ran_in_inference = any("AutogradCPU" in orders[k] for k in situations if "inference" in k)
+grad_mode_in_inference = any(g for k in situations if "inference" in k for _, _, _, g in runs[k])
 backendselect_ran_always = all("BackendSelect" in o for o in orders.values())
-# With no kernel of ours at ADInplaceOrView, that slot falls back to the fallthrough again:
+plain_handed = str(sets["plain tensor"]["AutogradCPU"])
+
+# An operator with no kernel of ours at ADInplaceOrView or BackendSelect: those slots hold the
+# backend fallbacks, fallthroughs. Its autograd kernel shows the set the dispatcher handed it.
 lib_plain = torch.library.Library("trace2", "DEF")
 lib_plain.define("g(Tensor x) -> Tensor")
+g_handed = []
+
+
+def g_autograd(keyset, x):
+    g_handed.append(keyset)
+    return torch.ops.trace2.g.default.redispatch(keyset.remove(DK.AutogradCPU), x)
+
+
+lib_plain.impl("g", g_autograd, "AutogradCPU", with_keyset=True)
 lib_plain.impl("g", lambda x: x * 2, "CPU")
 g_slot = [line for line in torch._C._dispatch_dump_table("trace2::g").splitlines()  # private
           if line.startswith("ADInplaceOrView:")][0]
+torch.ops.trace2.g(plain)
+g_handed_set = str(g_handed[0])
+tensor_has_adinplace = torch._C._dispatch_keys(plain).has(DK.ADInplaceOrView)  # private
+include_has_backendselect = torch._C._dispatch_tls_local_include_set().has(DK.BackendSelect)
+# the keys are in the tensor's set and the include set, yet gone from the set g was handed,
+# while f, which has real kernels there, was handed both:
+fallthroughs_gone_before_lookup = (
+    tensor_has_adinplace and include_has_backendselect
+    and not g_handed[0].has(DK.ADInplaceOrView) and not g_handed[0].has(DK.BackendSelect)
+    and sets["plain tensor"]["AutogradCPU"].has(DK.ADInplaceOrView)
+    and sets["plain tensor"]["AutogradCPU"].has(DK.BackendSelect))
 adinplace_default_is_fallthrough = "fallthrough" in g_slot
 
 # The dispatcher's own trace (Dispatcher.h) is compiled only into builds without NDEBUG or with
@@ -116,9 +146,12 @@ for label, o in orders.items():
 print(f"kernels ran in priority order in every case: {in_priority_order}")
 print(f"under no_grad the autograd kernel ran: {autograd_ran_under_no_grad}, "
       f"with grad mode {'on' if grad_mode_inside_no_grad else 'off'}")
+print(f"inside inference_mode grad mode was on in some kernel: {grad_mode_in_inference}")
 print(f"BackendSelect kernel ran in every case (it is in the TLS include set): {backendselect_ran_always}")
-print(f"an operator without our ADInplaceOrView kernel: that slot is a fallthrough: "
-      f"{adinplace_default_is_fallthrough}")
+print(f"f's autograd kernel was handed {plain_handed}")
+print(f"trace2::g (no kernel at ADInplaceOrView, BackendSelect: fallthroughs) was handed "
+      f"{g_handed_set}:")
+print(f"  both keys gone before the lookup: {fallthroughs_gone_before_lookup}")
 print(f"this build prints the dispatcher's trace with TORCH_SHOW_DISPATCH_TRACE=1: "
       f"{build_prints_dispatch_trace}")
 

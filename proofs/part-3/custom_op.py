@@ -6,8 +6,11 @@ given to register_autograd; register_fake gives the shapes-only version used for
 tensors. Reads the operator's registrations and computed table with the private
 torch._C._dispatch_dump and torch._C._dispatch_dump_table, checks the formula against finite
 differences with torch.autograd.gradcheck (float64), runs the operator on a meta tensor, and
-shows what a twin operator without register_autograd does in backward. Private APIs are used
-as they are: if a later torch changes them, the script fails.
+shows what a twin operator without register_autograd does in backward: it has an autograd
+kernel all the same, and that kernel raises. Last, an operator that writes its argument
+(mutates_args): custom_op gives it an ADInplaceOrView kernel, which bumps the private
+_version counter of the tensor it writes. Private APIs are used as they are: if a later
+torch changes them, the script fails.
 """
 import re
 
@@ -44,6 +47,17 @@ def numpy_sin_no_grad(x: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.from_numpy(np.sin(x.numpy()) * scale)
 
 
+@torch.library.custom_op("mylib::numpy_scale_", mutates_args=("x",), device_types="cpu")
+def numpy_scale_(x: torch.Tensor, scale: float) -> None:
+    x.numpy()[...] *= scale  # writes x in place, behind autograd's back
+
+
+def slot(op, key):
+    """The line of an operator's computed table (private dump) for `key`, or ''."""
+    lines = torch._C._dispatch_dump_table(op).splitlines()  # private
+    return next((line for line in lines if line.startswith(key + ":")), "")
+
+
 schema = str(torch.ops.mylib.numpy_sin.default._schema)
 registrations = re.findall(r"^(\w+(?:\[alias\])?): registered at",
                            torch._C._dispatch_dump("mylib::numpy_sin"), re.M)  # private
@@ -70,6 +84,17 @@ try:
 except RuntimeError as err:
     no_formula_error = str(err).splitlines()[0]
 no_formula_backward_fails = "no autograd formula" in no_formula_error
+twin_has_autograd_kernel = slot("mylib::numpy_sin_no_grad", "AutogradCPU").endswith("[autograd kernel]")
+
+mutating_schema = str(torch.ops.mylib.numpy_scale_.default._schema)
+inplace_slot = slot("mylib::numpy_scale_", "ADInplaceOrView")
+plain_inplace_slot = slot("mylib::numpy_sin", "ADInplaceOrView")
+t = torch.ones(3)
+version_before = t._version  # private attribute
+numpy_scale_(t, 3.0)
+mutation_bumped_version = t._version == version_before + 1 and t[0].item() == 3.0
+mutating_gets_inplace_kernel = ("custom_ops.py" in inplace_slot and "fallthrough" not in inplace_slot
+                                and "fallthrough" in plain_inplace_slot and mutation_bumped_version)
 
 print(f"schema, from the type hints: {schema}")
 print(f"registered with the dispatcher: {in_table}; registrations: {', '.join(registrations)}")
@@ -78,5 +103,10 @@ print(f"computed table: {n_filled_slots} slots filled; CPU: {cpu_slot}, "
 print(f"y = numpy_sin(x, 2.0): grad_fn {grad_fn_name}")
 print(f"x.grad equals 2 cos(x): {grad_matches}; gradcheck: {gradcheck_passed}")
 print(f"on a meta tensor (register_fake): {meta_result}")
-print(f"the twin without register_autograd, in backward: RuntimeError: {no_formula_backward_fails}")
+print(f"the twin without register_autograd has an autograd kernel: {twin_has_autograd_kernel}; "
+      f"in backward it raises RuntimeError: {no_formula_backward_fails}")
 print(f"  '{no_formula_error[:90]}...'")
+print(f"a writing operator: {mutating_schema}")
+print(f"  its ADInplaceOrView slot: {inplace_slot.split('/')[-1]}")
+print(f"  (numpy_sin's: {plain_inplace_slot.split('/')[-1]})")
+print(f"  numpy_scale_(t, 3.0) bumped t._version by one: {mutation_bumped_version}")

@@ -5,7 +5,9 @@ themselves (what was registered at which key, alias keys included), and
 torch._C._dispatch_dump_table, the table the dispatcher computed from them: one line per
 runtime key whose slot holds a kernel, tagged with how it got there (the tags are written in
 aten/src/ATen/core/dispatch/OperatorEntry.cpp: "kernel" for a direct registration, "default
-backend kernel" from CompositeExplicitAutograd, "math kernel" from CompositeImplicitAutograd,
+backend kernel" from CompositeExplicitAutograd or CompositeExplicitAutogradNonFunctional (one
+tag for both: the file that registered the kernel tells them apart), "math kernel" from
+CompositeImplicitAutograd,
 "autograd kernel" from the Autograd alias key, "backend fallback" for a boxed kernel shared by
 every operator). Two operators of our own are registered with torch.library to show where a
 new operator's table starts. The figure draws the table for the keys a CPU call can meet,
@@ -37,16 +39,23 @@ OPS = ["aten::add.Tensor", "aten::add_.Tensor", "aten::view", "aten::t", "aten::
        "aten::mm", "aten::empty.memory_format", "tbl::cpu_only", "tbl::with_autograd"]
 KEYS = ["FuncTorchBatched", "AutocastCPU", "AutogradCPU", "ADInplaceOrView", "ZeroTensor",
         "Negative", "Conjugate", "Functionalize", "Python", "BackendSelect", "Meta", "CPU"]
-LINE = re.compile(r"^(\w+): (fallthrough )?registered at \S+ \[(.+)\]$")
+LINE = re.compile(r"^(\w+): (fallthrough )?registered at (\S+) \[(.+)\]$")
 
 
 def computed_table(op):
-    """{runtime key: (kind tag, is fallthrough)} from the private _dispatch_dump_table."""
+    """{runtime key: (kind tag, is fallthrough)} from the private _dispatch_dump_table.
+
+    The one tag "default backend kernel" is split by the file that registered the kernel:
+    RegisterCompositeExplicitAutogradNonFunctional_*.cpp, or anything else (CompositeExplicitAutograd).
+    """
     table = {}
     for line in torch._C._dispatch_dump_table(op).splitlines():  # private
         found = LINE.match(line)
         if found:
-            table[found.group(1)] = (found.group(3), bool(found.group(2)))
+            tag = found.group(4)
+            if tag == "default backend kernel" and "NonFunctional" in found.group(3):
+                tag = "default backend kernel (non-functional)"
+            table[found.group(1)] = (tag, bool(found.group(2)))
     return table
 
 
@@ -64,8 +73,8 @@ def kind(entry):
     tag, fallthrough = entry
     if fallthrough:
         return "fallthrough"
-    if tag in ("default backend kernel", "math kernel", "autograd kernel", "nested kernel",
-               "batched kernel"):
+    if tag in ("default backend kernel", "default backend kernel (non-functional)", "math kernel",
+               "autograd kernel", "nested kernel", "batched kernel"):
         return "alias"
     return "fallback" if tag == "backend fallback" else "kernel"
 
@@ -82,6 +91,10 @@ add_by_kind = {k: sum(kind(e) == k for e in add.values())
 add_direct, add_from_alias = add_by_kind["kernel"], add_by_kind["alias"]
 add_boxed, add_fallthrough = add_by_kind["fallback"], add_by_kind["fallthrough"]
 add_empty = n_runtime_slots - add_filled
+NON_FUNCTIONAL = "default backend kernel (non-functional)"
+n_add_nonfunctional = sum(tag == NON_FUNCTIONAL for tag, _ in add.values())  # backends with no kernel of their own
+add_privateuse1_nonfunctional = add.get("PrivateUse1", ("", False))[0] == NON_FUNCTIONAL
+t_cpu_explicit = tables["aten::t"]["CPU"][0] == "default backend kernel"  # CompositeExplicitAutograd
 linear_cpu_tag = tables["aten::linear"]["CPU"][0]
 linear_autograd_tag = tables["aten::linear"]["AutogradCPU"][0]
 t_cpu_tag = tables["aten::t"]["CPU"][0]
@@ -98,7 +111,9 @@ print(f"aten::add.Tensor: {add_registrations} registrations "
 print(f"  fill {add_filled} of {n_runtime_slots} slots: {add_by_kind['kernel']} direct kernels, "
       f"{add_by_kind['alias']} from alias keys,")
 print(f"  {add_by_kind['fallback']} boxed backend fallbacks, {add_by_kind['fallthrough']} fallthroughs;"
-      f" {add_empty} stay empty")
+      f" {add_empty} stay empty;")
+print(f"  {n_add_nonfunctional} of its slots (PrivateUse1, the key of an out-of-tree backend, among them: {add_privateuse1_nonfunctional}) come from "
+      f"CompositeExplicitAutogradNonFunctional")
 print(f"{'operator':26s} {'CPU slot':24s} {'AutogradCPU slot':18s} BackendSelect")
 for op in OPS:
     table = tables[op]
@@ -110,7 +125,8 @@ STYLE = {"kernel": dict(facecolor="C0", edgecolor="C0"),
          "fallback": dict(facecolor="C4", edgecolor="C4", alpha=0.55),
          "fallthrough": dict(facecolor="none", edgecolor="C7", hatch="////"),
          "missing": dict(facecolor="none", edgecolor="C7", linestyle=":")}
-SHORT = {"default backend kernel": "CE", "math kernel": "CI", "autograd kernel": "AG", "batched kernel": "BD"}
+SHORT = {"default backend kernel": "CE", "default backend kernel (non-functional)": "CN",
+         "math kernel": "CI", "autograd kernel": "AG", "batched kernel": "BD"}
 fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
 for row, op in enumerate(OPS):
     for col, key in enumerate(KEYS):
@@ -125,7 +141,7 @@ ax.set_xticks(range(len(KEYS)), KEYS, rotation=40, ha="right", fontsize=8)
 ax.set_yticks(range(len(OPS)), OPS, fontsize=8)
 ax.set_xlabel("runtime dispatch key, highest priority on the left")
 fig.legend(handles=[Patch(label="kernel registered at this key", **STYLE["kernel"]),
-                    Patch(label="filled from an alias key (CE, CI, AG, BD)", **STYLE["alias"]),
+                    Patch(label="filled from an alias key (CE, CN, CI, AG, BD)", **STYLE["alias"]),
                     Patch(label="boxed backend fallback", **STYLE["fallback"]),
                     Patch(label="fallthrough (skipped)", **STYLE["fallthrough"]),
                     Patch(label="empty", **STYLE["missing"])],

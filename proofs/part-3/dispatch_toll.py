@@ -1,19 +1,24 @@
-"""The one-element toll taken apart: crossing, parsing and dispatch, kernel, allocation, autograd.
+"""The one-element toll, and the dispatcher's share of it.
 
-Times a ladder of calls on one-element float32 tensors, each adding one piece of work to the
-one before: a.dim() (into C++ and back, no dispatcher), torch.is_same_size(a, b) (argument
-parsing and a dispatcher call to a kernel that only compares sizes), torch.add(out=) on
-inference tensors under inference_mode (the add kernel, no autograd, no allocation), the same
-without out= (plus allocating the result), torch.add(a, b) on ordinary tensors (plus the
-autograd kernel), and a + b. Differences between neighbours give the parts. Beside the ladder:
-torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through Python's OpOverload and a
-boxed call (torch/csrc/jit/python/pybind_utils.h: the arguments become a stack of IValues), a
-no-op operator defined with torch.library.Library and a Python kernel, and a no-op made with
-torch.library.custom_op. One intra-op thread; timeit with time.perf_counter_ns; the variants
-are interleaved (each repeat times every variant once), and each result is the minimum over
-40 repeats of the mean of 1,000 calls (100 for the custom_op).
+Times a ladder of calls on one-element float32 tensors: a.dim() (into C++ and back, no
+dispatcher), torch.is_same_size(a, b) (argument parsing and a dispatcher call, through the
+operator's autograd kernel, to a kernel that only compares sizes), torch.add(out=) on
+inference tensors under inference_mode (the add kernel; no autograd kernel, no allocation),
+the same without out= (the result allocated), torch.add(a, b) on ordinary tensors (the
+autograd kernel), and a + b. Each step changes more than one thing (is_same_size to add(out=)
+also drops an autograd kernel and adds a third argument; add_inf to torch_add also leaves
+inference mode), so the differences between neighbours are net costs, not isolated ones.
+Beside the ladder: torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through
+Python's OpOverload.__call__ (torch/_ops.py) and a boxed call, a no-op operator defined with
+torch.library.Library and a Python kernel, and a no-op made with torch.library.custom_op; for
+these the script also counts the Python functions one call runs (sys.setprofile) and the
+files they live in. One intra-op thread; timeit with time.perf_counter_ns; the variants are
+interleaved (each repeat times every variant once), and each result is the minimum over 40
+repeats of the mean of 1,000 calls (100 for the custom_op).
 """
+import collections
 import os
+import sys
 import time
 import timeit
 
@@ -73,10 +78,37 @@ operator_form_ns = ns["plus"] - ns["torch_add"]
 aten_op_vs_plus = aten_op_ns / plus_ns
 custom_vs_plus = custom_noop_ns / plus_ns
 library_vs_plus = library_noop_ns / plus_ns
-kernel_is_largest = kernel_ns > max(crossing_ns, parse_dispatch_ns, alloc_ns, autograd_ns)
-header = os.path.join(os.path.dirname(torch.__file__), "include", "torch", "csrc", "jit",
-                      "python", "pybind_utils.h")
-ops_path_builds_stack = "createStackForSchema" in open(header).read()
+largest_other_ns = max(crossing_ns, parse_dispatch_ns, alloc_ns, autograd_ns)
+operator_form_gap_ns = abs(operator_form_ns)
+
+
+def python_calls(call):
+    """The Python functions one call runs: {file name: count}; C functions are not counted."""
+    seen = collections.Counter()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            seen[os.path.basename(frame.f_code.co_filename)] += 1
+    call()  # warm: first-call work is not counted
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    seen[os.path.basename(__file__)] -= 1  # the lambda below itself
+    return +seen  # drops files left at zero
+
+
+frames = {"a + b": python_calls(lambda: a + b),
+          "torch.ops.aten.add.Tensor": python_calls(lambda: aten_add(a, b)),
+          "Library no-op": python_calls(lambda: library_noop(a)),
+          "custom_op no-op": python_calls(lambda: custom_noop(a))}
+plus_python_calls = sum(frames["a + b"].values())
+aten_op_python_calls = sum(frames["torch.ops.aten.add.Tensor"].values())
+aten_op_in_ops_py = set(frames["torch.ops.aten.add.Tensor"]) == {"_ops.py"}
+library_python_calls = sum(frames["Library no-op"].values())
+custom_python_calls = sum(frames["custom_op no-op"].values())
+custom_python_files = len(frames["custom_op no-op"])
 
 print("one-element float32, 1 thread; min over 40 interleaved repeats; loop cost removed")
 for k, (stmt, inference, _) in LADDER.items():
@@ -91,6 +123,10 @@ for label, value in parts.items():
     print(f"  {label:36s}{value:7,.0f} ns  {value / plus_ns:5.0%}")
 print(f"torch.ops.aten.add.Tensor: {aten_op_vs_plus:.2f}x a + b; "
       f"custom_op no-op: {custom_vs_plus:.1f}x; Library no-op: {library_vs_plus:.2f}x")
+print("Python functions one call runs (sys.setprofile), by file:")
+for name, seen in frames.items():
+    where = ", ".join(f"{f} {c}" for f, c in seen.most_common(6)) or "none"
+    print(f"  {name:28s}{sum(seen.values()):4d}  {where}")
 
 fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 colors = [f"C{i}" for i in range(len(parts))]

@@ -9,9 +9,15 @@ Counts those aten operators (private torch._C._dispatch_get_registrations_for_di
 torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough), checks what they have in common
 (every ADInplaceOrView kernel belongs to an operator whose schema aliases or writes an
 argument; every BackendSelect kernel to one with a device argument), and reads the slots of
-aten::add.Tensor and aten::add_.Tensor with the private torch._C._dispatch_dump_table. Private
-APIs are used as they are: if a later torch changes them, the script fails.
+aten::add.Tensor and aten::add_.Tensor with the private torch._C._dispatch_dump_table. Then it
+watches what the dispatcher hands the first kernel of a + b and of a.add_(b): a Python kernel
+registered over ATen's autograd kernel for one call (torch.library.Library("aten", "IMPL"),
+removed at once) records the key set it receives, to see whether ADInplaceOrView, which the
+tensor carries, is still in it. Private APIs are used as they are: if a later torch changes
+them, the script fails.
 """
+import warnings
+
 import torch
 
 DK = torch._C.DispatchKey
@@ -49,8 +55,32 @@ def slot_line(op, key):
 
 fallback_is_fallthrough = {key: "fallthrough registered" in slot_line("aten::add.Tensor", key)
                            for key in KEYS}
-add_masks_inplace = "fallthrough" in slot_line("aten::add.Tensor", "ADInplaceOrView")
-add__masks_inplace = "fallthrough" in slot_line("aten::add_.Tensor", "ADInplaceOrView")
+add_slot_fallthrough = "fallthrough" in slot_line("aten::add.Tensor", "ADInplaceOrView")
+add__slot_fallthrough = "fallthrough" in slot_line("aten::add_.Tensor", "ADInplaceOrView")
+
+
+def handed_to_autograd(overload, call):
+    """The key set the dispatcher hands the AutogradCPU kernel of `overload` during `call`."""
+    handed = []
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning only once for all operators")
+        lib.impl(overload, lambda keyset, *args, **kwargs: handed.append(keyset) or args[0],
+                 "AutogradCPU", with_keyset=True)
+    try:
+        call()
+    finally:
+        lib._destroy()  # ATen's autograd kernel is back
+    return handed[0]
+
+
+a, b = torch.randn(3), torch.randn(3)
+add_handed = handed_to_autograd("add.Tensor", lambda: a + b)
+add__handed = handed_to_autograd("add_.Tensor", lambda: a.add_(b))
+tensor_carries_inplace = torch._C._dispatch_keys(a).has(DK.ADInplaceOrView)  # private
+# the key the tensor carries is gone from the set before the lookup where the slot is a fallthrough
+add_masks_inplace = tensor_carries_inplace and not add_handed.has(DK.ADInplaceOrView)
+add__masks_inplace = not add__handed.has(DK.ADInplaceOrView)
 autocast_examples = ", ".join(n[6:] for n in sorted(kernels["AutocastCPU"])
                               if n[6:].split(".")[0] in ("mm", "bmm", "addmm", "conv2d", "linear",
                                                          "matmul", "baddbmm", "conv1d"))
@@ -67,5 +97,7 @@ print(f"every ADInplaceOrView kernel is for an op whose schema aliases or writes
       f"{all_inplace_or_view_alias}")
 print(f"every BackendSelect kernel is for an op with a device argument: {all_backendselect_device}")
 print(f"AutocastCPU kernels include: {autocast_examples}")
-print(f"aten::add.Tensor: ADInplaceOrView masked as fallthrough: {add_masks_inplace}")
-print(f"aten::add_.Tensor: ADInplaceOrView masked as fallthrough: {add__masks_inplace}")
+print(f"aten::add.Tensor:  ADInplaceOrView slot is a fallthrough: {add_slot_fallthrough}; "
+      f"a + b's first kernel was handed {add_handed}")
+print(f"aten::add_.Tensor: ADInplaceOrView slot is a fallthrough: {add__slot_fallthrough}; "
+      f"a.add_(b)'s first kernel was handed {add__handed}")

@@ -1,20 +1,26 @@
 """Meta tensors carry shapes and no data: a model far larger than memory is built in a blink.
 
 Builds the same model, four nn.Linear(d, d) layers, on the CPU and on the "meta" device for
-widths d from 64 up, and times construction (time.perf_counter_ns; the minimum of 5 builds
-for meta, of 3 for the smaller CPU models, 1 for the largest). On the CPU each parameter is
-allocated and filled by its initializer; on meta the same calls reach the Meta key's kernels,
-which compute output shapes and allocate nothing. The largest meta model is then run forward
-on a meta batch: the output's shape comes back, with no arithmetic done. One intra-op thread.
-Reads the machine's memory with os.sysconf (POSIX); where that is missing, the memory is
-taken as unknown and the model-to-memory ratio comes out as 0.
+widths d from 64 up, and times construction (time.perf_counter_ns; the minimum of 7 builds
+for meta, taken in rounds over every width, and of 3 for CPU). The meta widths double until the model holds at least 64 times the
+machine's memory, so the largest is far larger than memory on any machine. On the CPU each
+parameter is allocated and filled by its initializer; on meta the same calls reach the Meta
+key's kernels, which compute output shapes and allocate nothing. Many of those kernels are
+Python functions (torch/_meta_registrations.py registers them at import): the script counts
+the aten operators whose Meta slot holds one (private torch._C._dispatch_dump_table), and
+which operators a meta build calls (a TorchDispatchMode). The largest meta model is then run
+forward on a meta batch: the output's shape comes back, with no arithmetic done. One intra-op
+thread. Reads the machine's memory with os.sysconf (POSIX); where that is missing, the memory
+is taken as unknown, the widths stop at 524,288 and the model-to-memory ratio comes out as 0.
 """
 import os
+import re
 import time
 
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, documented
 
 torch.set_num_threads(1)
 LAYERS = 4
@@ -30,11 +36,21 @@ def params(model):
     return sum(p.numel() for p in model.parameters())
 
 
+try:
+    ram_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+except (AttributeError, ValueError, OSError):
+    ram_gib = float("inf")  # unknown: the comparison below then says False
+
 build_ms(64, "meta"), build_ms(64, "cpu")  # warm-up
 cpu_widths = [64, 128, 256, 512, 1024, 2048, 4096]
-meta_widths = [64 << i for i in range(14)]  # up to 524,288
-cpu = {w: min(build_ms(w, "cpu")[0] for _ in range(3 if w < 4096 else 1)) for w in cpu_widths}
-meta = {w: min(build_ms(w, "meta")[0] for _ in range(5)) for w in meta_widths}
+meta_widths = [64 << i for i in range(14)]  # up to 524,288 (4,096 GiB) ...
+while LAYERS * 4 * meta_widths[-1] ** 2 / 2**30 < 64 * ram_gib and meta_widths[-1] < 1 << 24:
+    meta_widths.append(meta_widths[-1] * 2)  # ... and on, until 64 times this machine's memory
+cpu = {w: min(build_ms(w, "cpu")[0] for _ in range(3)) for w in cpu_widths}
+meta = {w: float("inf") for w in meta_widths}
+for _ in range(7):  # rounds over every width, so a slow moment spoils one build of each, not a width
+    for w in meta_widths:
+        meta[w] = min(meta[w], build_ms(w, "meta")[0])
 n_params = {w: LAYERS * (w * w + w) for w in meta_widths}
 
 largest = meta_widths[-1]
@@ -43,15 +59,42 @@ largest_params = params(big_model)
 largest_gib = largest_params * 4 / 2**30
 largest_stores_nothing = all(p.device.type == "meta" and p.data_ptr() == 0
                              for p in big_model.parameters())
-try:
-    ram_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-except (AttributeError, ValueError, OSError):
-    ram_gib = float("inf")  # unknown: the comparison below then says False
 largest_vs_ram = largest_gib / ram_gib
+
+
+class Calls(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(func.name())
+        return func(*args, **(kwargs or {}))
+
+
+def meta_kernel_file(op):
+    """Where the kernel registered at an operator's Meta key lives (private dump), or None."""
+    found = re.search(r"^Meta: registered at (\S+?)(?::\d+)? \[kernel\]$",
+                      torch._C._dispatch_dump_table(op), re.M)
+    return found.group(1) if found else None  # None: empty, or filled from an alias key
+
+
+with Calls() as calls:
+    nn.Linear(8, 8, device="meta")
+build_ops = sorted(set(calls.seen))
+python_meta_build_ops = [op for op in build_ops if (meta_kernel_file(op) or "").endswith(".py")]
+build_meta_ops = ", ".join(op[len("aten::"):] for op in build_ops)
+init_meta_python = ", ".join(op[len("aten::"):] for op in python_meta_build_ops)
+uniform_meta_in_python = "aten::uniform_" in python_meta_build_ops
+meta_files = [meta_kernel_file(n) for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
+n_meta_kernels = sum(f is not None for f in meta_files)
+n_python_meta_kernels = sum(f is not None and f.endswith(".py") for f in meta_files)
+n_meta_registrations_kernels = sum(f is not None and f.endswith("torch/_meta_registrations.py")
+                                   for f in meta_files)
 meta_largest_ms = meta[largest]
 cpu_largest_ms = cpu[cpu_widths[-1]]
 cpu_largest_mib = n_params[cpu_widths[-1]] * 4 / 2**20
-cpu_growth_last_doubling = cpu[cpu_widths[-1]] / cpu[cpu_widths[-2]]  # 4x the parameters
+cpu_growth_16x_params = cpu[cpu_widths[-1]] / cpu[cpu_widths[-3]]  # 16 times the parameters
 meta_spread = max(meta.values()) / min(meta.values())
 
 batch = torch.empty(8, largest, device="meta")
@@ -72,6 +115,10 @@ print(f"largest meta model: {largest_gib:,.0f} GiB of parameters, {largest_vs_ra
       f"machine's memory; stores nothing: {largest_stores_nothing}")
 print(f"its forward pass on a meta batch of 8 took {forward_ms:.2f} ms and returned shape "
       f"{forward_shape}")
+print(f"a meta nn.Linear calls {build_meta_ops}; Meta kernels in Python: {init_meta_python}")
+print(f"{n_python_meta_kernels:,} of the {n_meta_kernels:,} aten operators with a kernel at Meta "
+      f"have one written in Python, {n_meta_registrations_kernels:,} of them from "
+      f"torch/_meta_registrations.py")
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 ax.loglog([n_params[w] * 4 for w in cpu_widths], [cpu[w] for w in cpu_widths], "o-", color="C0",

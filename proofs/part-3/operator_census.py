@@ -7,10 +7,14 @@ ATen's schemas come from the generated RegisterSchema.cpp; the script checks the
 native_functions.yaml, which ships inside the wheel with torchgen, counting its "- func:"
 entries and the extra variants its "autogen:" lines ask for, and reads the template the
 generator fills (torchgen/packaged/ATen/templates/RegisterSchema.cpp). It then compares the dispatcher
-with TorchScript's own operator registry (private torch._C._jit_get_all_schemas): TorchScript
-holds every dispatcher operator plus its own overloads for ints, floats, strings and lists
-(torch/csrc/jit/runtime/register_prim_ops.cpp), which the dispatcher never sees. The private
-functions are used as they are: if a later torch drops them, the script fails.
+with TorchScript's own operator registry (private torch._C._jit_get_all_schemas), schema by
+schema, as text: TorchScript holds every dispatcher operator with the same schema, plus its
+own overloads, mostly for ints, floats, strings and lists
+(torch/csrc/jit/runtime/register_prim_ops.cpp), which the dispatcher never sees. The listener
+that copies them (torch/csrc/jit/runtime/register_c10_ops.cpp) skips aten::backward, which
+TorchScript defines by hand; the script checks whether the dispatcher holds such an operator
+at all. The private functions are used as they are: if a later torch drops them, the script
+fails.
 """
 import collections
 import importlib.util
@@ -75,12 +79,27 @@ not_in_yaml = ", ".join(n for n in from_register_schema if n not in yaml_names)
 template = open(os.path.join(TORCHGEN, "packaged", "ATen", "templates", "RegisterSchema.cpp")).read()
 rest_written_in_template = all(f'"{n[6:]}(' in template for n in not_in_yaml.split(", "))
 
-jit_names = {f"{s.name}.{s.overload_name}" if s.overload_name else s.name
-             for s in torch._C._jit_get_all_schemas()}  # private
+jit_schemas = torch._C._jit_get_all_schemas()  # private
+jit_names = {f"{s.name}.{s.overload_name}" if s.overload_name else s.name for s in jit_schemas}
+jit_texts = {str(s) for s in jit_schemas}
 n_jit_ops = len(jit_names)
-jit_has_all_dispatcher_ops = set(op_names) <= jit_names
+
+
+def dispatcher_schema(name):
+    """The schema the dispatcher holds for an operator, as text."""
+    namespace, _, rest = name.partition("::")
+    packet, _, overload = rest.partition(".")
+    return str(getattr(getattr(getattr(torch.ops, namespace), packet), overload or "default")._schema)
+
+
+# the same schema, text for text, not only the same name
+jit_has_all_dispatcher_ops = all(dispatcher_schema(n) in jit_texts for n in op_names)
+backward_only_in_jit = "aten::backward" in jit_names and "aten::backward" not in op_names
 jit_only = jit_names - set(op_names)
 n_jit_only = len(jit_only)
+n_jit_only_no_tensor = sum(
+    (f"{s.name}.{s.overload_name}" if s.overload_name else s.name) in jit_only
+    for s in jit_schemas if not any("Tensor" in str(a.type) for a in s.arguments))
 jit_only_by_ns = collections.Counter(n.split("::")[0] for n in jit_only)
 add_in_dispatcher = sorted(n for n in op_names if n.split(".")[0] == "aten::add")
 add_jit_only = sorted(n for n in jit_only if n.split(".")[0] == "aten::add")
@@ -95,9 +114,11 @@ print(f"native_functions.yaml: {n_yaml_entries} '- func:' entries + {n_yaml_auto
 print(f"  names {n_named_in_yaml} of the {n_from_register_schema} schemas RegisterSchema.cpp "
       f"registered; the rest: {not_in_yaml},")
 print(f"  written into the template RegisterSchema.cpp itself: {rest_written_in_template}")
-print(f"TorchScript registry: {n_jit_ops} overloads; holds every dispatcher op: "
-      f"{jit_has_all_dispatcher_ops}")
-print(f"  {n_jit_only} exist only there: "
+print(f"TorchScript registry: {n_jit_ops} overloads; holds every dispatcher op, schema for "
+      f"schema: {jit_has_all_dispatcher_ops}")
+print(f"  aten::backward is TorchScript's alone (no dispatcher operator by that name): "
+      f"{backward_only_in_jit}")
+print(f"  {n_jit_only} exist only there, {n_jit_only_no_tensor} of them without a tensor argument: "
       + ", ".join(f"{ns} {c}" for ns, c in sorted(jit_only_by_ns.items(), key=lambda p: (-p[1], p[0]))))
 print(f"aten::add: {n_add_dispatcher} overloads in the dispatcher "
       f"({', '.join(n[6:] for n in add_in_dispatcher)}),")

@@ -2,8 +2,14 @@
 
 First, which overload a Python call becomes: each call runs once under a TorchDispatchMode
 (torch/utils/_python_dispatch.py, an underscore module documented for extending PyTorch) that
-records the operator overloads that reach it; the header c10/core/TensorImpl.h, shipped with
-the package, is read for the note on wrapped numbers that explains why a + 1 is add.Tensor.
+records the operator overloads that reach it, at the Python key, below autograd. m @ m runs
+once more with two Python kernels standing in front of ATen's autograd kernels of matmul and
+mm (torch.library.Library("aten", "IMPL"), each calling the kernel it stands in for, fetched
+with the private torch._C._dispatch_get_computed_kernel_for_dispatch_key, and removed after),
+to see which operator entered the dispatcher first.
+Why a + 1 is add.Tensor: the number travels as a zero-dimensional "wrapped number" tensor
+(c10/core/TensorImpl.h), which takes no part in choosing the result's dtype: the script adds
+2 to a zero-dimensional int8 tensor, once as a Python number and once as an ordinary tensor.
 Then the schema language itself: four aten schemas are parsed with torch._C.parse_schema and
 read argument by argument (type, keyword-only after the '*', alias set, whether the alias is
 written: 'Tensor(a!)'), and the parser is asked to accept "default" as an overload name.
@@ -12,7 +18,7 @@ torch._C._dispatch_get_all_op_names and torch._C._jit_get_all_schemas), using th
 FunctionSchema fields declared in aten/src/ATen/core/function_schema.h. Private APIs are used
 as they are: if a later torch drops them, the script fails.
 """
-import os
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
@@ -52,10 +58,32 @@ became = {label: overloads_of(call) for label, call in calls.items()}
 plus_overload = became["a + b"][0][0]
 plus_one_overload = became["a + 1"][0][0]
 plus_scalar_is_tensor_overload = plus_one_overload == "aten.add.Tensor"
-# The header the package ships explains it: the number is wrapped into a 0-dim tensor.
-TENSOR_IMPL_H = os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "TensorImpl.h")
-number_wrapping_in_header = "is_wrapped_number_" in open(TENSOR_IMPL_H).read()
+# The number becomes a tensor that takes no part in type promotion (a wrapped number):
+small = torch.tensor(1, dtype=torch.int8)
+with_number = overloads_of(lambda: small + 2)[0][0]
+number_keeps_int8 = (small + 2).dtype == torch.int8  # a Python 2: the int8 tensor decides
+tensor_promotes = (small + torch.tensor(2)).dtype == torch.int64  # a 0-dim int64 tensor: it promotes
+number_is_wrapped = with_number == "aten.add.Tensor" and number_keeps_int8 and tensor_promotes
 matmul_overload = became["m @ m"][0][0]
+# Which operator m @ m entered the dispatcher as: watch the autograd keys of matmul and mm.
+entered, libs = [], []
+for name in ("matmul", "mm"):
+    kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", "AutogradCPU")
+
+    def watcher(keyset, *args, _name=name, _kernel=kernel, **kwargs):
+        entered.append(f"aten::{_name}")
+        return _kernel.call_boxed(keyset, *args, **kwargs)  # ATen's own kernel does the work
+    libs.append(torch.library.Library("aten", "IMPL"))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning only once for all operators")
+        libs[-1].impl(name, watcher, "AutogradCPU", with_keyset=True)
+m @ m
+for lib in libs:
+    lib._destroy()  # ATen's kernels are back
+matmul_enters_as = entered[0]
+matmul_composite = "CompositeImplicitAutograd[alias]" in torch._C._dispatch_dump("aten::matmul")  # private
+matmul_decomposes_to_mm = (entered == ["aten::matmul", "aten::mm"] and matmul_composite
+                           and matmul_overload == "aten.mm.default")
 
 print("call                      -> operator overload (what a TorchDispatchMode saw)")
 for label, seen in became.items():
@@ -76,8 +104,11 @@ for name in examples:
     packet, _, overload = name[len("aten::"):].partition(".")
     schema = getattr(getattr(torch.ops.aten, packet), overload or "default")._schema
     schemas[name] = torch._C.parse_schema(str(schema))  # the text parses back to the same schema
-print(f"a + 1 is add.Tensor (c10/core/TensorImpl.h: numbers are wrapped into tensors): "
-      f"{plus_scalar_is_tensor_overload and number_wrapping_in_header}")
+print(f"m @ m entered the dispatcher as {matmul_enters_as} (CompositeImplicitAutograd: "
+      f"{matmul_composite}), whose kernel called {', '.join(entered[1:])}; "
+      f"the mode saw {matmul_overload}")
+print(f"int8 0-dim tensor + 2 -> {with_number}, dtype int8: {number_keeps_int8}; "
+      f"+ torch.tensor(2) -> int64: {tensor_promotes}")
 print("schemas, argument by argument:")
 for name, schema in schemas.items():
     print(f"  {schema}")
