@@ -14,6 +14,7 @@ out. A module's "self" time is its own import minus the imports it made: for tor
 extension module, that is the dynamic loader mapping the libraries it needs, running their
 start-up functions, and PyInit__C. Linux only (it reads /proc).
 """
+# proof: alone
 import collections
 import json
 import os

@@ -84,16 +84,20 @@ with open("/proc/self/maps") as f:
             mapped.add(os.path.basename(fields[5]))
 mapped_torch_lib = sorted(n for n in mapped if n in files)
 unloaded = sorted(set(files) - mapped)
+n_unloaded = len(unloaded)
+unloaded_text = ", ".join(unloaded)
 
 stub_torch_needs = [n for n in info[stub_name][0] if n in files]
 n_stub_torch_needs = len(stub_torch_needs)
+stub_needs_text = ", ".join(stub_torch_needs)
 stub_runpath = info[stub_name][1]
-closure_libs = sorted(closure)
+closure_text = ", ".join(closure[1:])
+n_closure = len(closure)
 loaded_is_closure_plus_global_deps = set(mapped_torch_lib) == set(closure) | {"libtorch_global_deps.so"}
 n_loaded = len(mapped_torch_lib)
 n_in_torch_lib = len(files) - 1
 libtorch_bytes = size.get("libtorch.so", 0)
-libtorch_needs = [n for n in info.get("libtorch.so", ([], None, None))[0] if n in files]
+libtorch_needs = ", ".join(n for n in info.get("libtorch.so", ([], None, None))[0] if n in files)
 cpu_needs_gomp = "libgomp.so.1" in info["libtorch_cpu.so"][0]
 stub_bytes = size[stub_name]
 

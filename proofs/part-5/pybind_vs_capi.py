@@ -80,8 +80,8 @@ kinds = {n: "pybind11" if entry_point(f) == shared else "CPython API" for n, f i
 n_pybind = sum(k == "pybind11" for k in kinds.values())
 n_capi = sum(k == "CPython API" for k in kinds.values())
 n_distinct_capi_entries = len({entry_point(f) for n, f in builtins_.items() if kinds[n] == "CPython API"})
-self_is_record = all(type(f.__self__).__name__.startswith("pybind11")
-                     for n, f in builtins_.items() if kinds[n] == "pybind11")
+has_record = {n: type(f.__self__).__name__.startswith("pybind11") for n, f in builtins_.items()}
+kinds_agree = all(has_record[n] == (k == "pybind11") for n, k in kinds.items())
 
 PAIRS = {  # (CPython API, pybind11): functions that do almost nothing
     "getter, returns a bool": ("_get_cudnn_enabled()", "_jit_get_inline_everything_mode()"),
@@ -106,12 +106,13 @@ for _ in range(15):
 getter_capi_ns, getter_pybind_ns = (best[s] for s in PAIRS["getter, returns a bool"])
 setter_capi_ns, setter_pybind_ns = (best[s] for s in PAIRS["setter, takes a bool"])
 getter_ratio = getter_pybind_ns / getter_capi_ns
+getter_extra_ns = getter_pybind_ns - getter_capi_ns
 setter_ratio = setter_pybind_ns / setter_capi_ns
 
 print(f"torch._C has {len(builtins_)} builtins: {n_capi} written against the CPython API "
       f"({n_distinct_capi_entries} distinct C entry points), {n_pybind} bound with pybind11")
 print(f"the pybind11 ones share one entry point, {pybind_entry} in {pybind_library}; their "
-      f"__self__ is pybind11's function record: {self_is_record}")
+      f"__self__ is pybind11's function record, and no other builtin's is: {kinds_agree}")
 print("calls that do almost nothing, thread CPU time, min of 15 repeats of 20,000:")
 for what, (capi, pyb) in PAIRS.items():
     print(f"  {what}: CPython API {best[capi]:5.0f} ns  torch._C.{capi}")

@@ -1,9 +1,9 @@
-"""Which of Tensor's operators are Python: `a - 1` is C++ all the way, `1 - a` runs two Python functions first.
+"""Which of Tensor's operators are Python: `a - 1` goes straight into C++, `1 - a` runs two Python functions first.
 
 Looks up every operator method of torch.Tensor along its class chain: a method_descriptor or
 slot wrapper inherited from torch._C.TensorBase is C++; a function in torch.Tensor's own
-dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that do the
-same arithmetic, it counts the Python functions each one runs (sys.setprofile's "call"
+dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that compute the
+same result, it counts the Python functions each one runs (sys.setprofile's "call"
 events, the timed expression's own frame left out) and times them on one-element float32
 tensors with timeit: the CPU time of this thread (time.thread_time), minimum of 15 repeats of
 2,000 calls, all expressions taking turns within each repeat, after a warm-up.
@@ -76,9 +76,13 @@ div_ns, rdiv_ns = best["a / 2"], best["2 / a"]
 rdiv_vs_div = rdiv_ns / div_ns
 pow_method_ns, pow_op_ns = best["a.pow(2)"], best["a ** 2"]
 pow_op_vs_method = pow_op_ns / pow_method_ns
+len_ns, shape_ns = best["len(a)"], best["a.shape[0]"]
+len_vs_shape = len_ns / shape_ns
 n_calls_sub, n_calls_rsub = len(calls["a - 1"]), len(calls["1 - a"])
 n_calls_pow = len(calls["a ** 2"])
 n_calls_rdiv = len(calls["2 / a"])
+n_calls_len = len(calls["len(a)"])
+rsub_calls_text = ", ".join(calls["1 - a"])
 
 print(f"torch.Tensor's {len(OPERATORS)} operator methods: {n_c_ops} C++ (from TensorBase), "
       f"{n_python_ops} Python (torch/_tensor.py):")
@@ -98,5 +102,5 @@ ax.set_yticks(range(len(EXPRESSIONS)), EXPRESSIONS, fontfamily="monospace")
 ax.invert_yaxis()
 ax.set_xlim(0, max(best.values()) * 1.45)
 ax.set_xlabel("ns per call, one-element tensor (thread CPU time)")
-ax.set_title("Same arithmetic, two spellings: orange ones run Python in torch/_tensor.py first")
+ax.set_title("Two spellings each: the orange ones run Python in torch/_tensor.py first")
 plt.show()

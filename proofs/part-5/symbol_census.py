@@ -91,6 +91,8 @@ n_python_exports = len(exports["libtorch_python.so"])
 n_c10_exports = len(exports["libc10.so"])
 n_aten_exports = cpu_categories["ATen (at::)"]
 n_mkl_exports = cpu_categories["MKL (linked in)"]
+n_autograd_exports = cpu_categories["autograd (torch::autograd)"]
+n_jit_exports = cpu_categories["TorchScript (torch::jit)"]
 
 imports = [n for n, defined in libs["libtorch_python.so"] if not defined]
 n_python_imports = len(imports)

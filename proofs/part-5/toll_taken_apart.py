@@ -21,7 +21,7 @@ convention that does nothing with its two arguments ("".format). Freeing is time
 deallocation of 200 Python tensors. The binding's own work (argument parsing, the
 __torch_function__ check, the generated code around them) is what the whole call leaves
 over. Calls run in batches of 200 (results of allocating calls are kept, then wrapped and
-freed outside the timing); every variant runs once per round, 300 rounds, and each keeps its
+freed outside the timing); every variant runs once per round, 200 rounds, and each keeps its
 minimum (time.perf_counter_ns). One intra-op thread; garbage collection off while timing.
 """
 import ctypes
@@ -198,7 +198,7 @@ VARIANTS = {
     "free 200 tensors": timed_free,
     "free 200 objects": timed_free_objects,
 }
-ROUNDS = 300
+ROUNDS = 200
 best = dict.fromkeys(VARIANTS, float("inf"))
 gc.disable()
 for rnd in range(ROUNDS + 3):                           # three warm-up rounds
