@@ -1,13 +1,17 @@
-"""A node saves exactly the tensors its derivatives.yaml formula names, and only for inputs that need a gradient.
+"""A node saves the tensors its derivatives.yaml formula uses as values, and only for inputs that need a gradient.
 
 Reads tools/autograd/derivatives.yaml as the installed package ships it (a copy under
 torchgen/packaged/autograd/) and the generated header torch/csrc/autograd/generated/Functions.h
-(under torch's include folder). For eight operators it runs the forward with inputs that require
-grad, lists the tensors the recorded node saved (its _saved_* attributes, private but
-long-lived), and checks that each one is a name the backward formula uses and a SavedVariable
-member of the node's generated C++ struct. Then it runs x * w and addmm with only some inputs
-requiring grad, to show the generated guards that skip saving what no gradient will need.
-If the YAML copy, the header or a _saved_* attribute is missing, the script raises.
+(under torch's include folder). For eight operators it predicts, from the backward formulas
+alone, which tensors the node will keep: a tensor argument (or the output, `result`) that a
+formula uses as a value, not only through its sizes, strides, dtype, layout or options (the
+expressions tools/autograd/load_derivatives.py replaces by that metadata). Then it runs the
+forward with inputs that require grad, lists the tensors the recorded node saved (its _saved_*
+attributes, private but long-lived) and compares; it also checks them against the
+SavedVariable members of the node's generated C++ struct. Then it runs x * w and addmm with
+only some inputs requiring grad, to show the generated guards that skip saving what no
+gradient will need, and cross_entropy, which has no entry of its own. If the YAML copy, the
+header or a _saved_* attribute is missing, the script raises.
 """
 import importlib.util
 import os
@@ -45,6 +49,29 @@ def yaml_entry(schema_start):
     return formulas
 
 
+METADATA = [r"\.sym_sizes\(\)", r"\.sym_size\(-?\w+\)", r"\.sym_strides\(\)", r"\.options\(\)",
+            r"\.scalar_type\(\)", r"\.dim\(\)", r"\.numel\(\)", r"\.sym_numel\(\)",
+            r"\.layout\(\)", r"\.is_conj\(\)"]
+
+
+def tensor_names(schema_start):
+    """The entry's tensor arguments, and 'result' for its output."""
+    line = schema_start + yaml_text.split(f"\n- name: {schema_start}", 1)[1].split("\n", 1)[0]
+    arguments = line.split("(", 1)[1].rsplit(") ->", 1)[0]
+    return {a.split()[-1].split("=")[0] for a in arguments.split(", ")
+            if a.startswith("Tensor")} | {"result"}
+
+
+def predicted_saved(schema_start):
+    """Tensors the formulas use as values: left over once metadata reads are taken out."""
+    text = " ".join(yaml_entry(schema_start).values())
+    for name in tensor_names(schema_start):
+        for pattern in METADATA:
+            text = re.sub(rf"\b{name}{pattern}", "", text)
+    used = set(re.findall(r"\b\w+\b", text))
+    return sorted(tensor_names(schema_start) & used)
+
+
 def header_saved_members(node_name):
     """Names of the SavedVariable members of the node's generated struct, without the '_'."""
     body = header_text.split(f"struct TORCH_API {node_name} : public", 1)[1].split("\n};", 1)[0]
@@ -71,26 +98,45 @@ cases = [  # (YAML schema start, output of the forward)
 ]
 
 rows = []
-all_named = True
+all_predicted = True
 all_in_header = True
 for schema, out in cases:
     node = out.grad_fn
     formulas = yaml_entry(schema)
     saved = saved_tensor_names(node)
-    used = set(re.findall(r"\b\w+\b", " ".join(formulas.values())))
-    all_named &= all(name in used for name in saved)
+    predicted = predicted_saved(schema)
+    all_predicted &= saved == predicted
     all_in_header &= saved == header_saved_members(node.name())
     formula = "; ".join(f"{k}: {v}" for k, v in formulas.items())
-    rows.append((node.name(), formula, ", ".join(saved) or "no tensor"))
+    rows.append((node.name(), formula, ", ".join(predicted) or "no tensor",
+                 ", ".join(saved) or "no tensor"))
 
 n_operators = len(cases)
 n_yaml_entries = yaml_text.count("\n- name: ")
 n_node_structs = len(re.findall(r"struct TORCH_API \w+ : public (?:TraceableFunction|Node) \{",
                                 header_text))
-saved_names_in_formulas = all_named
+saved_matches_formulas = all_predicted
 header_matches_python = all_in_header
 sin_formula = yaml_entry("sin(")["self"]
 exp_formula = yaml_entry("exp(")["self"]
+
+# sum reads only self.sym_sizes(): its struct keeps the sizes, no tensor.
+sum_node = x.sum().grad_fn
+sum_struct = header_text.split("struct TORCH_API SumBackward0 : public", 1)[1].split("\n};", 1)[0]
+sum_keeps_only_sizes = (saved_tensor_names(sum_node) == []
+                        and header_saved_members("SumBackward0") == []
+                        and "self_sym_sizes;" in sum_struct
+                        and tuple(sum_node._saved_self_sym_sizes) == tuple(x.shape))
+# The .conj() in the formulas is for complex tensors; a real tensor's conj() is the tensor itself.
+conj_of_real_is_itself = x.conj() is x
+
+# A composite operator has no entry: its nodes are those of the operators it calls.
+logits, labels = torch.randn(8, 3, requires_grad=True), torch.randint(0, 3, (8,))
+ce_node = F.cross_entropy(logits, labels).grad_fn
+cross_entropy_nodes = f"{ce_node.name()} > {ce_node.next_functions[0][0].name()}"
+cross_entropy_has_no_entry = "\n- name: cross_entropy" not in yaml_text
+cross_entropy_nodes_have_entries = all(f"\n- name: {op}(" in yaml_text
+                                       for op in ("nll_loss_forward", "_log_softmax"))
 
 # Guards: gen_variable_type.py saves a tensor only if the gradient that uses it is needed.
 x_only = torch.randn(8, 4, requires_grad=True)
@@ -104,11 +150,17 @@ addmm_saved_when_data_is_input = ", ".join(saved_tensor_names(addmm_node))
 addmm_skips_mat2 = addmm_node._saved_mat2 is None and addmm_node._saved_mat1 is not None
 
 print(f"derivatives.yaml: {n_yaml_entries} entries; Functions.h: {n_node_structs} node structs")
-print(f"{'node':16s} {'saved':13s} backward formula (derivatives.yaml)")
-for name, formula, saved in rows:
-    print(f"{name:16s} {saved:13s} {formula[:70]}{'...' if len(formula) > 70 else ''}")
-print(f"every saved tensor is a name its formula uses: {saved_names_in_formulas}")
-print(f"and a SavedVariable member of its struct in Functions.h: {header_matches_python}")
+print(f"{'node':16s} {'predicted':11s} {'saved':11s} backward formula (derivatives.yaml)")
+for name, formula, predicted, saved in rows:
+    print(f"{name:16s} {predicted:11s} {saved:11s}"
+          f" {formula[:62]}{'...' if len(formula) > 62 else ''}")
+print(f"the node saved exactly the tensors its formulas use as values: {saved_matches_formulas}")
+print("and they are the SavedVariable members of its struct in Functions.h:"
+      f" {header_matches_python}")
+print(f"SumBackward0 keeps self_sym_sizes {tuple(sum_node._saved_self_sym_sizes)} and no tensor:"
+      f" {sum_keeps_only_sizes}; a real tensor's conj() is itself: {conj_of_real_is_itself}")
+print(f"cross_entropy (no entry of its own: {cross_entropy_has_no_entry}) recorded"
+      f" {cross_entropy_nodes}, whose operators have entries: {cross_entropy_nodes_have_entries}")
 print(f"x * w, only x requires grad: MulBackward0 saved {mul_saved_when_only_x}"
       " (self is needed only for w's gradient)")
 print(f"addmm(b, data, m), data needs no grad: AddmmBackward0 saved"

@@ -97,6 +97,8 @@ n_saved_tensors = len(packed)
 gelu_node = next(n for n in nodes if n.name() == "GeluBackward0")
 gelu_saved_kib = sum(kib for _, kib, _ in saved_by[gelu_node])
 activation_kib_per_row = new_kib / BATCH
+new_bytes = round(new_kib * KIB)  # byte counts as ints: comparisons on them are exact
+gelu_saved_bytes = round(gelu_saved_kib * KIB)
 
 loss.backward()
 retained_grad_shape = str(tuple(h.grad.shape))
