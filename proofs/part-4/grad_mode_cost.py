@@ -2,13 +2,19 @@
 
 Times torch.sin(a) on float32 tensors from 1 to 1,048,576 elements in four settings: an input
 that does not require grad (plain); one that does (a SinBackward0 node is recorded and saves
-a); the same under torch.no_grad(); and under torch.inference_mode(). Each number is the minimum
-over 5 runs of a batch of calls (after a warm-up), the four settings interleaved within each
-run, one thread; times are the thread's CPU time (time.thread_time_ns), so other processes
-on a busy machine do not count. Then it checks what each mode leaves behind: whether grad mode is on,
-whether the output is an inference tensor, whether it keeps a version counter (read with the
-private Tensor._version), and what happens when an inference tensor is saved for backward.
+a); the same under torch.no_grad(); and under torch.inference_mode(). Then a view, a.view(-1)
+on one element, under no_grad (a tensor that requires grad) and under inference_mode (an
+inference tensor, made there). For each size, 60 rounds; a round times one batch of calls per
+setting (400 calls at one element, one call at a million), the settings in an order that
+rotates from round to round, after a warm-up; one thread; times are the thread's CPU time
+(time.thread_time_ns), so time the thread spends waiting for a core is not counted. The table
+shows the median over the rounds; each ratio between two settings is the median of the 60
+ratios measured side by side, round by round. Then it checks what each mode leaves
+behind: whether grad mode is on, whether the output is an inference tensor, whether it keeps
+a version counter (read with the private Tensor._version), what happens when an inference
+tensor is saved for backward, and whether a module in eval() mode still records a graph.
 """
+import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -17,33 +23,62 @@ import torch
 torch.manual_seed(0)
 torch.set_num_threads(1)
 SIZES = [1, 16, 256, 4096, 65536, 1048576]
-RUNS = 5
+ROUNDS = 60
 SETTINGS = ["plain", "requires_grad", "no_grad", "inference_mode"]
+VIEW_SETTINGS = ["view, no_grad", "view, inference_mode"]
 
 
-def calls_for(n):
-    return max(20, min(4000, 4_000_000 // n))
 
 
-def per_call_ns(a, context, calls):
+def batch_for(n):
+    """Calls per timed batch: enough to dwarf the clock's own cost, one for large tensors."""
+    return max(1, min(400, 400_000 // n))
+
+
+def batch_ns(op, a, context, calls):
     with context():
         start = time.thread_time_ns()
         for _ in range(calls):
-            torch.sin(a)
-        return (time.thread_time_ns() - start) / calls
+            op(a)
+        return time.thread_time_ns() - start
+
+
+def measure(n, settings):
+    """{(n, setting): [ns per call, one per round]}, the settings interleaved round by round."""
+    times = {(n, s): [] for s in settings}
+    for k in range(ROUNDS):
+        for s in settings[k % len(settings):] + settings[:k % len(settings)]:
+            calls = batch_for(n)
+            times[n, s].append(batch_ns(ops[s], tensors[n, s], contexts[s], calls) / calls)
+    return times
+
+
+def view(t):
+    return t.view(-1)
 
 
 contexts = {"plain": torch.enable_grad, "requires_grad": torch.enable_grad,
-            "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
-best = {(n, s): float("inf") for n in SIZES for s in SETTINGS}
+            "no_grad": torch.no_grad, "inference_mode": torch.inference_mode,
+            "view, no_grad": torch.no_grad, "view, inference_mode": torch.inference_mode}
 tensors = {(n, s): torch.randn(n, requires_grad=s != "plain") for n in SIZES for s in SETTINGS}
-for n in SIZES:  # warm-up
-    for s in SETTINGS:
-        per_call_ns(tensors[n, s], contexts[s], calls_for(n) // 4)
-for _ in range(RUNS):
-    for n in SIZES:
-        for s in SETTINGS:
-            best[n, s] = min(best[n, s], per_call_ns(tensors[n, s], contexts[s], calls_for(n)))
+tensors[1, "view, no_grad"] = torch.randn(1, requires_grad=True)
+with torch.inference_mode():
+    tensors[1, "view, inference_mode"] = torch.randn(1)  # an inference tensor
+ops = {s: torch.sin for s in SETTINGS} | {s: view for s in VIEW_SETTINGS}
+cases = [(n, s) for n in SIZES for s in SETTINGS] + [(1, s) for s in VIEW_SETTINGS]
+for n, s in cases:  # warm-up
+    batch_ns(ops[s], tensors[n, s], contexts[s], batch_for(n))
+rounds = {}  # {(n, setting): [ns per call in each round]}
+for n in SIZES:
+    rounds.update(measure(n, SETTINGS))
+rounds.update(measure(1, VIEW_SETTINGS))
+best = {case: statistics.median(rounds[case]) for case in cases}
+
+
+def ratio(n, s, over):
+    """Median over the rounds of time(s) / time(over), each pair from the same round."""
+    return statistics.median(a / b for a, b in zip(rounds[n, s], rounds[n, over]))
+
 
 small, large = SIZES[0], SIZES[-1]
 small_plain_ns = best[small, "plain"]
@@ -51,11 +86,16 @@ small_grad_ns = best[small, "requires_grad"]
 small_no_grad_ns = best[small, "no_grad"]
 small_inference_ns = best[small, "inference_mode"]
 record_toll_ns = small_grad_ns - small_no_grad_ns
+small_grad_over_no_grad = ratio(small, "requires_grad", "no_grad")
+small_no_grad_over_plain = ratio(small, "no_grad", "plain")
+small_inference_over_no_grad = ratio(small, "inference_mode", "no_grad")
+view_no_grad_ns = best[1, "view, no_grad"]
+view_inference_ns = best[1, "view, inference_mode"]
+view_inference_over_no_grad = ratio(1, "view, inference_mode", "view, no_grad")
 large_plain_us = best[large, "plain"] / 1000
 large_grad_us = best[large, "requires_grad"] / 1000
-large_grad_over_no_grad = best[large, "requires_grad"] / best[large, "no_grad"]
-large_inference_over_no_grad = best[large, "inference_mode"] / best[large, "no_grad"]
-small_grad_over_no_grad = small_grad_ns / small_no_grad_ns
+large_grad_over_no_grad = ratio(large, "requires_grad", "no_grad")
+large_inference_over_no_grad = ratio(large, "inference_mode", "no_grad")
 
 a = torch.randn(4, requires_grad=True)
 with torch.no_grad():
@@ -79,13 +119,22 @@ except RuntimeError as error:
     inference_save_error = str(error)
 (a + out_inference).sum().backward()  # add saves nothing: allowed
 inference_ok_when_not_saved = a.grad is not None
+with torch.enable_grad():
+    eval_module = torch.nn.Linear(4, 2).eval()  # eval() changes layers such as dropout ...
+    eval_records_graph = eval_module(torch.randn(3, 4)).grad_fn is not None  # ... not autograd
 
-print(f"torch.sin(a), float32, one thread; min of {RUNS} runs, ns per call")
+print(f"torch.sin(a), float32, one thread; median of {ROUNDS} rounds, ns per call")
 print(f"{'elements':>10s}" + "".join(f"{s:>16s}" for s in SETTINGS))
 for n in SIZES:
     print(f"{n:>10,d}" + "".join(f"{best[n, s]:>16,.0f}" for s in SETTINGS))
-print(f"recording toll at 1 element: {record_toll_ns:,.0f} ns;"
-      f" at {large:,} elements requires_grad / no_grad = {large_grad_over_no_grad:.2f}")
+print(f"ratios (median of {ROUNDS}, side by side): at 1 element requires_grad / no_grad"
+      f" {small_grad_over_no_grad:.2f}, no_grad / plain {small_no_grad_over_plain:.2f},"
+      f" inference_mode / no_grad {small_inference_over_no_grad:.2f}")
+print(f"  at {large:,} elements: requires_grad / no_grad {large_grad_over_no_grad:.2f},"
+      f" inference_mode / no_grad {large_inference_over_no_grad:.2f}")
+print(f"recording toll at 1 element: {record_toll_ns:,.0f} ns")
+print(f"a.view(-1), one element: no_grad {view_no_grad_ns:,.0f} ns, inference_mode on an"
+      f" inference tensor {view_inference_ns:,.0f} ns (ratio {view_inference_over_no_grad:.2f})")
 print(f"grad mode on under no_grad: {grad_on_under_no_grad}, under inference_mode:"
       f" {grad_on_under_inference}")
 print(f"output is an inference tensor: no_grad {no_grad_output_is_inference},"
@@ -94,6 +143,7 @@ print(f"no_grad output _version: {no_grad_output_version};"
       f" inference output _version: {inference_version_error}")
 print(f"saving an inference tensor for backward: {inference_save_error[:60]}...")
 print(f"using one where nothing is saved (a + t): backward ran: {inference_ok_when_not_saved}")
+print(f"a Linear in eval() mode still records a graph: {eval_records_graph}")
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 for colour, setting in zip(["C3", "C0", "C2"], SETTINGS[1:]):

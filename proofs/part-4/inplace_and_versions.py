@@ -2,11 +2,13 @@
 
 sigmoid saves its output; the script then writes into that output in place in five ways and
 calls backward each time: through the tensor itself, through a view, through .detach(),
-through .data, and inside torch.autograd.graph.saved_tensors_hooks; as a control, it also
-writes into a copy made out of place. It reads the version
-counter with the private Tensor._version (it raises if the attribute is gone), records which
-writes backward caught (catching RuntimeError only, and printing the message),
-and compares each gradient with the true one, sigmoid(x) * (1 - sigmoid(x)).
+through .data, and inside torch.autograd.graph.saved_tensors_hooks whose pack returns
+t.detach() and whose unpack returns what it gets; as a control, it also writes into a copy made
+out of place. It reads the version counter with the private Tensor._version (it raises if the
+attribute is gone), records which writes backward caught (catching RuntimeError only, and
+printing the message), and compares each gradient with the true one,
+sigmoid(x) * (1 - sigmoid(x)). Last, an in-place write on a leaf that requires grad, with grad
+mode on and under torch.no_grad().
 """
 import torch
 
@@ -79,6 +81,12 @@ try:
     leaf_error = "none"
 except RuntimeError as error:
     leaf_error = str(error)
+try:
+    with torch.no_grad():
+        leaf.add_(1)  # what an optimizer's step does to every parameter
+    leaf_ok_under_no_grad = bool((leaf == 2).all())
+except RuntimeError:
+    leaf_ok_under_no_grad = False
 
 print("y = x.sigmoid() saves y (derivatives.yaml: self: sigmoid_backward(grad, result))")
 print(f"{'write into y, then backward':40s} {'y._version':>10s}  outcome")
@@ -88,3 +96,4 @@ for what, (version, error, grad_ok) in cases.items():
 print("the error:", error_message)
 print("its hint:", error_hint)
 print("in-place on a leaf that requires grad:", leaf_error)
+print(f"the same under torch.no_grad(): allowed: {leaf_ok_under_no_grad}")
