@@ -8,14 +8,18 @@ backward. Each number is the minimum of 8 runs, the three measurements interleav
 width warmed up by one untimed call before it is measured; the narrow widths, where a call is
 cheap and easily disturbed, repeat their measurements several times within each run. Times
 are CPU time of the calling thread (time.thread_time_ns), which does all the work here (one
-intra-op thread, and on the CPU backward runs on the thread that calls it), so a busy
-machine's other processes are not counted.
+intra-op thread, and on the CPU backward runs on the thread that calls it), so time the
+thread spends waiting for a core is not counted. Last, it counts the ATen operators each
+backward calls, with a TorchDispatchMode (from the private torch.utils._python_dispatch; the
+import fails loudly if it is gone): matrix products (aten.mm) and sums (aten.sum).
 """
 import time
+from collections import Counter
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -50,6 +54,35 @@ for _ in range(RUNS):
                 fwd[w] = min(fwd[w], f_ms)
                 bwd[w, needs] = min(bwd[w, needs], b_ms)
 
+class CountOps(TorchDispatchMode):
+    """Counts every ATen operator called while it is active, by name (aten.mm.default, ...)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[func.name().split(".")[0]] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def backward_ops(x_needs_grad, width=64):
+    w = torch.randn(width, width, requires_grad=True)
+    b = torch.randn(width, requires_grad=True)
+    x = torch.randn(BATCH, width, requires_grad=x_needs_grad)
+    y, g = F.linear(x, w, b), torch.randn(BATCH, width)
+    with CountOps() as mode:
+        y.backward(g)
+    return mode.counts
+
+
+ops_with_input_grad = backward_ops(True)
+ops_first_layer = backward_ops(False)
+mm_in_backward = ops_with_input_grad["aten::mm"]
+mm_in_backward_first_layer = ops_first_layer["aten::mm"]
+sum_in_backward = ops_with_input_grad["aten::sum"]
+sum_in_backward_first_layer = ops_first_layer["aten::sum"]
+
 wide = max(WIDTHS)
 ratio_with_input_grad = {w: bwd[w, True] / fwd[w] for w in WIDTHS}
 ratio_without_input_grad = {w: bwd[w, False] / fwd[w] for w in WIDTHS}
@@ -69,6 +102,8 @@ for w in WIDTHS:
           f" {bwd[w, False]:>13.3f} {ratio_without_input_grad[w]:>6.2f}")
 print(f"at width {wide} ({gflop_forward:.2f} GFLOP forward): backward / forward ="
       f" {ratio_wide:.2f} with grad x, {ratio_wide_first_layer:.2f} without")
+print(f"operators in backward: with grad x {dict(sorted(ops_with_input_grad.items()))}")
+print(f"                       x plain     {dict(sorted(ops_first_layer.items()))}")
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
 left.loglog(WIDTHS, [fwd[w] for w in WIDTHS], "o-", color="C0", label="forward")

@@ -4,7 +4,9 @@ A linear layer (2048 x 2048) and a batch of 64. Runs backward twice and compares
 one backward's; checks that four micro-batches of 16, each loss divided by 4, give the same
 gradient as one batch of 64; follows the .grad tensor's address (data_ptr) through
 zero_grad(set_to_none=False), which zeroes it in place, and zero_grad(set_to_none=True), the
-default in torch/optim/optimizer.py, which drops it. Finally times the two kinds of
+default in torch/optim/optimizer.py, which drops it. It also watches, with a pre-hook on a
+leaf's AccumulateGrad node, a first gradient that arrives transposed (through p.t()), and
+compares its address and strides with the .grad it became. Finally times the two kinds of
 zero_grad on the same module (minimum of 7 runs of 20 calls each, interleaved, one thread,
 CPU time of the thread from time.thread_time_ns).
 """
@@ -51,6 +53,17 @@ default_set_to_none = inspect.signature(torch.optim.Optimizer.zero_grad).paramet
 loss_of(slice(None)).backward()
 fresh_tensor_after_none = layer.weight.grad is not None
 
+# A first gradient laid out unlike its leaf: AccumulateGrad copies it into the leaf's layout.
+p = torch.randn(64, 32, requires_grad=True)
+y = (p.t() * torch.randn(32, 64)).sum()
+accumulate = y.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0]
+arrivals = []  # (address, strides) of what reached AccumulateGrad; no reference kept
+accumulate.register_prehook(lambda grads: arrivals.append((grads[0].data_ptr(), grads[0].stride())))
+y.backward()
+arrived_ptr, arrived_strides = arrivals[0]
+transposed_grad_copied = (arrived_strides != p.stride() and p.grad.stride() == p.stride()
+                          and p.grad.data_ptr() != arrived_ptr)
+
 grad_mib = sum(p.numel() * p.element_size() for p in layer.parameters()) / 2**20
 CALLS, RUNS = 20, 7
 best = {True: float("inf"), False: float("inf")}
@@ -77,5 +90,7 @@ print(f"zero_grad(set_to_none=False): same tensor, zeroed: {zeroed_in_place}; ne
       f" adds into it (same data_ptr): {kept_address_after_backward}")
 print(f"zero_grad() (set_to_none defaults to {default_set_to_none}): .grad is None:"
       f" {none_after_default}; next backward stores a new tensor: {fresh_tensor_after_none}")
+print(f"a first gradient arriving with strides {arrived_strides} for a leaf with strides"
+      f" {p.stride()}: copied into .grad with strides {p.grad.stride()}: {transposed_grad_copied}")
 print(f"zero_grad time, min of {RUNS} runs of {CALLS}: set_to_none=False {zero_fill_us:,.1f} us,"
       f" set_to_none=True {set_to_none_us:,.1f} us")
