@@ -12,18 +12,18 @@ Then it watches the real calls, in two passes, with Python "spy" kernels registe
 ATen's own for the length of one call (torch.library.Library("aten", "IMPL"), removed at once,
 which puts ATen's kernel back); each spy notes what it sees and calls the kernel it stands in
 for (private torch._C._dispatch_get_computed_kernel_for_dispatch_key), so the call does what
-it always does. First pass: a spy at the key the rule says runs first records
-the key set the dispatcher handed it, to compare with the predicted set. Second pass: a spy at
-the backend kernel at the bottom of the chain records what the kernels above left for it: the
+it always does. First pass: a spy at the key the rule says runs first records the key set the
+dispatcher handed it, to compare with the predicted set. Second pass: a spy at the backend
+kernel at the bottom of the chain records what the kernels above left for it: the
 thread-local exclude set (while they call down, the generated autograd kernels exclude the
 autograd keys with a guard, and ADInplaceOrView too unless the operator writes or aliases,
 whose ADInplaceOrView kernel then excludes it; autocast's kernels exclude their own key and
-call the operator again), the dtype of its inputs, and
-whether they still carry the conjugate bit (torch.zeros finds the guard too: its binding,
-torch::zeros from tools/autograd/templates/variable_factories.h, sets it). A dispatch mode,
-run alone, shows which operators reach the Python key below autograd. Last, the real calls with ATen's kernels: add_
-bumps the private _version counter, autocast returns bfloat16. Private APIs are used as they
-are: if a later torch changes them, the script fails.
+call the operator again), the dtype of its inputs, and whether they still carry the
+conjugate bit. torch.zeros finds the guard too: its binding, torch::zeros from
+tools/autograd/templates/variable_factories.h, sets it. A dispatch mode, run alone, shows
+which operators reach the Python key below autograd. Last, the real calls with ATen's
+kernels: add_ bumps the private _version counter, autocast returns bfloat16. Private APIs are
+used as they are: if a later torch changes them, the script fails.
 """
 import contextlib
 import re
