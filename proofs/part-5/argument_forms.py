@@ -1,8 +1,10 @@
 """What the argument parser charges: keywords, a Python number, a NumPy scalar, a 0-dim tensor of another dtype, out=.
 
-The binding for torch.add holds two signatures (its parser tries them in order, the
-deprecated one first); the script shows which one a call matched by the warning the
-deprecated one raises, and reads the error a call that matches none gets. Then it times
+The binding for torch.add holds two signatures, the deprecated add(input, alpha, other)
+listed first. Matching the deprecated one raises a warning (once per process: TORCH_WARN_ONCE),
+so the warnings show which signature a call matched: first a call that fits both (all three
+arguments by keyword), then two calls that fit only the deprecated one. It also reads the
+error a call that matches none gets. Then it times
 torch.add with one-element float32 tensors, passing the same values in different forms:
 positional tensors, keywords, an explicit alpha, out=, a Python float, a NumPy float32
 scalar, a 0-dim float32 tensor and a 0-dim float64 tensor. A Python number becomes a 0-dim
@@ -30,12 +32,19 @@ a, b, c = torch.rand(1), torch.rand(1), torch.empty(1)
 env = {"torch": torch, "a": a, "b": b, "c": c, "n32": np.float32(1.5),
        "s32": torch.tensor(1.5), "s64": torch.tensor(1.5, dtype=torch.float64)}
 
-# Which signature a call matched: the deprecated one (tried first) warns.
+# Which signature a call matched: the deprecated one warns, once per process.
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
+    both_fit = torch.add(input=a, alpha=2, other=b)      # fits both signatures
+    warnings_when_both_fit = len(caught)
     old_style = torch.add(a, 2, b)               # add(Tensor input, Number alpha, Tensor other)
-    torch.add(a, b)
-deprecated_matched = len(caught) == 1 and "deprecated" in str(caught[0].message)
+    warnings_after_deprecated = len(caught)
+    torch.add(a, 2, b)
+    warnings_after_second = len(caught)
+keywords_took_the_new_signature = warnings_when_both_fit == 0 and bool(
+    torch.allclose(both_fit, a + 2 * b))
+deprecated_matched = warnings_after_deprecated == 1 and "deprecated" in str(caught[0].message)
+deprecated_warns_once = warnings_after_second == 1
 deprecated_computes = bool(torch.allclose(old_style, a + 2 * b))
 deprecated_message = str(caught[0].message).splitlines()[1].strip() if caught else ""
 try:
@@ -98,8 +107,11 @@ float64_vs_float32 = best["torch.add(a, s64)"] / best["torch.add(a, s32)"]
 out_vs_positional = best["torch.add(a, b, out=c)"] / base
 number_extra_ns = best["torch.add(a, 1.5)"] - base
 
+print(f"torch.add(input=a, alpha=2, other=b) fits both signatures and raised no warning: "
+      f"{keywords_took_the_new_signature}")
 print(f"torch.add(a, 2, b) matched the deprecated signature (it warned): {deprecated_matched}; "
-      f"it computed a + 2*b: {deprecated_computes}")
+      f"it computed a + 2*b: {deprecated_computes}; a second call warned again: "
+      f"{not deprecated_warns_once}")
 print(f"  the warning names it: {deprecated_message}")
 print(f"torch.add(a, 'x') matched none: {no_match_error}")
 print("one-element float32 a, thread CPU time per call, min of 15 repeats of 1,000:")

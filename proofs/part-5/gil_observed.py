@@ -8,7 +8,10 @@ torch.tensor() of a Python list of 500,000 floats, a pure-Python loop, and time.
 each phase the script divides the ticker's rate by its rate during the sleeps next to it:
 near 1 means the main thread let go of the GIL for the whole call, near 0 that it held it,
 about one half that the two threads took turns (CPython hands the GIL over every
-sys.getswitchinterval() seconds). A thread that has the GIL can only count on a free core,
+sys.getswitchinterval() seconds). It also finds the ticker's longest pause within each phase,
+as a share of the phase: a call that holds the GIL from start to end stops the ticker for all
+of it, except the moment after it returns, when the main thread hands the GIL over before it
+can note the time. A thread that has the GIL can only count on a free core,
 so while it runs the script also reads how much CPU the rest of the machine used (/proc/stat
 minus its own CPU time; Linux; elsewhere it assumes none) and reports the cores left free.
 """
@@ -103,10 +106,17 @@ def rate(lo, hi):
     return n * STEP / (hi - lo)
 
 
-fractions = {}
+def longest_pause(start, end):
+    """The longest stretch between ticker stamps within a phase, as a share of the phase."""
+    inside = [start] + [s for s in stamps if start < s < end] + [end]
+    return max(b - a for a, b in zip(inside, inside[1:])) / (end - start)
+
+
+fractions, pauses = {}, {}
 for i, (label, kind, start, end) in enumerate(spans):
     idle = (rate(*idle_spans[i]) + rate(*idle_spans[i + 1])) / 2
     fractions[label] = rate(start, end) / idle if idle else float("nan")
+    pauses[label] = longest_pause(start, end)
 mm_fraction = fractions["torch.mm (1024 x 1024)"]
 add_fraction = fractions["torch.add(out=), 4M floats"]
 tolist_fraction = fractions["x.tolist(), 3M floats"]
@@ -115,13 +125,18 @@ python_fraction = fractions["a Python loop"]
 sleep_fraction = fractions["time.sleep"]
 released_fraction = min(mm_fraction, add_fraction)
 held_fraction = max(tolist_fraction, tensor_fraction)
+tolist_pause_share = pauses["x.tolist(), 3M floats"]
+tensor_pause_share = pauses["torch.tensor(list), 500k"]
+held_pause_share = min(tolist_pause_share, tensor_pause_share)
+released_pause_share = max(pauses["torch.mm (1024 x 1024)"], pauses["torch.add(out=), 4M floats"])
 switch_interval_ms = sys.getswitchinterval() * 1000
 
 print(f"cores: {cores}; left free by other programs while this ran: {free_cores:.1f}")
-print(f"the ticker's progress during each call, relative to its rate during the sleeps around it:")
+print("the ticker during each call: its progress relative to its rate in the sleeps around it,")
+print("and its longest pause as a share of the call")
 for label, kind, start, end in spans:
-    print(f"  {label:30s}{(end - start) * 1000:7.0f} ms   {fractions[label]:5.2f}   "
-          f"(the GIL: {kind})")
+    print(f"  {label:30s}{(end - start) * 1000:7.0f} ms   progress {fractions[label]:5.2f}   "
+          f"longest pause {pauses[label]:5.2f}   (the GIL: {kind})")
 print(f"sys.getswitchinterval(): {switch_interval_ms:.0f} ms")
 
 fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")

@@ -91,8 +91,8 @@ stub_torch_needs = [n for n in info[stub_name][0] if n in files]
 n_stub_torch_needs = len(stub_torch_needs)
 stub_needs_text = ", ".join(stub_torch_needs)
 stub_runpath = info[stub_name][1]
-closure_text = ", ".join(closure[1:])
-n_closure = len(closure)
+closure_text = ", ".join(closure[1:])       # the stub left out
+n_closure = len(closure) - 1
 loaded_is_closure_plus_global_deps = set(mapped_torch_lib) == set(closure) | {"libtorch_global_deps.so"}
 n_loaded = len(mapped_torch_lib)
 n_in_torch_lib = len(files) - 1

@@ -10,11 +10,13 @@ C++ tensor made into a Python one). These are exported C++ functions of libtorch
 libtorch_python, found by their mangled names; calling them needs the x86-64 System V
 calling convention (a returned at::Tensor comes back through a hidden first argument) and
 two layouts from the shipped headers: an at::Tensor is one pointer to its TensorImpl, and a
-c10::Scalar (c10/core/Scalar.h) is a tag and a 16-byte-aligned union, 32 bytes. The script
-stops on any other machine, and checks the ctypes result against a + b before it times.
+c10::Scalar (c10/core/Scalar.h) is a tag and a union that holds a c10::complex<double>,
+aligned to 16 bytes (torch/headeronly/util/complex.h): 32 bytes in all. The script stops on
+any other machine, and checks the ctypes result against a + b before it times.
 
 Each ctypes call is timed against a ctypes call of the same shape to a C function that does
-nothing (strncmp with a zero length, four pointers), so the cost of ctypes itself drops out:
+nothing with its arguments (the C library's labs, given the same four pointers), so the cost
+of ctypes itself drops out:
 PyDLL functions keep the GIL, CDLL functions release it, so the two no-ops differ by the
 price of releasing and retaking the GIL. Python's own part is a builtin of the same calling
 convention that does nothing with its two arguments ("".format). Freeing is timed as the
@@ -51,8 +53,8 @@ for fn in f.values():
     fn.restype = ctypes.c_void_p
 wrap = py_lib._Z16THPVariable_WrapON2at10TensorBaseE   # THPVariable_Wrap(at::TensorBase&&)
 wrap.restype = ctypes.py_object
-noop = ctypes.PyDLL(None).strncmp                      # keeps the GIL, like the functions above
-noop_releasing = ctypes.CDLL(None).strncmp             # releases the GIL around the call
+noop = ctypes.PyDLL(None).labs                         # keeps the GIL, like the functions above
+noop_releasing = ctypes.CDLL(None).labs                # releases the GIL around the call
 for fn in (noop, noop_releasing):
     fn.restype = ctypes.c_void_p
 py_bool = ctypes.pythonapi.PyBool_FromLong
