@@ -3,8 +3,11 @@
 No GPU is needed: even a CPU-only wheel ships the headers of c10/core/AllocatorConfig.h and
 c10/cuda/CUDACachingAllocator.h. The proof reads the allocator's size constants and the
 default large-segment size from the first, checks that the second declares emptyCache and
-recordStream, checks which environment variables c10/cuda/CUDAAllocatorConfig.h reads, and
-lists the Python functions that report the cache. It measures nothing.
+recordStream, reads in c10/cuda/CUDAAllocatorConfig.h which environment variables the CUDA
+settings are read from and in which order (the body of CUDAAllocatorConfig::instance(): the
+first get_env, then the ones it falls back to when the first is unset), reads the order
+the device-generic settings in c10/core/AllocatorConfig.h document, and lists the Python
+functions that report the cache. It measures nothing.
 """
 import os
 import re
@@ -39,11 +42,27 @@ caching_h = header("c10", "cuda", "CUDACachingAllocator.h")
 declares_empty_cache = "inline void emptyCache(" in caching_h
 declares_record_stream = "inline void recordStream(" in caching_h
 cuda_config_h = header("c10", "cuda", "CUDAAllocatorConfig.h")
-reads_env = [v for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if f'"{v}"' in cuda_config_h]
-reads_both_env_vars = len(reads_env) == 2
+instance = cuda_config_h[cuda_config_h.index("static CUDAAllocatorConfig& instance()"):]
+instance = instance[:instance.index("return *s_instance;")]
+# Outside ROCm builds: drop the #ifdef USE_ROCM block, then list get_env calls in order, each
+# with whether it runs only when nothing was found yet.
+not_rocm = re.sub(r"#ifdef USE_ROCM.*?#endif", "", instance, flags=re.S)
+lookups = []
+for match in re.finditer(r'(if \(!env\.has_value\(\)\) \{\s*)?(?:auto )?env = c10::utils::get_env\("(\w+)"\)',
+                         not_rocm):
+    lookups.append((match[2], match[1] is not None))
+cuda_conf_first = [name for name, _ in lookups] == ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"] and \
+    [fallback for _, fallback in lookups] == [False, True]
+generic_doc = re.search(r"primary environment variable for configuration is `(\w+)`", config_h)
+generic_primary = generic_doc[1] if generic_doc else ""
+generic_prefers_alloc_conf = generic_primary == "PYTORCH_ALLOC_CONF" and \
+    "`PYTORCH_CUDA_ALLOC_CONF` is also supported" in config_h
 print(f"c10/cuda/CUDACachingAllocator.h declares emptyCache: {declares_empty_cache}, "
       f"recordStream: {declares_record_stream}")
-print(f"c10/cuda/CUDAAllocatorConfig.h reads: {', '.join(reads_env)}")
+print("c10/cuda/CUDAAllocatorConfig.h, CUDAAllocatorConfig::instance() reads: "
+      + ", then ".join(f"{name}{' if unset so far' if fallback else ''}" for name, fallback in lookups))
+print(f"c10/core/AllocatorConfig.h, device-generic settings: primary {generic_primary}, "
+      f"PYTORCH_CUDA_ALLOC_CONF with lower priority: {generic_prefers_alloc_conf}")
 python_api = [f"torch.cuda.{n}" for n in ("memory_allocated", "memory_reserved", "empty_cache",
                                           "memory_stats", "memory_snapshot") if callable(getattr(torch.cuda, n, None))]
 print("Python view of the cache: " + ", ".join(python_api))

@@ -1,10 +1,15 @@
 """A dtype fixes the bytes per element; a conversion allocates new storage, a dtype view only relabels the bytes.
 
 For common dtypes the proof prints element_size(), the bytes a billion elements take, and
-for floating types the largest value and the step after 1.0 (torch.finfo). It then converts
+for floating types the largest value and the step after 1.0 (torch.finfo), then the binary
+exponents of the largest and the smallest normal value and the bits of fraction, which say
+what range and how many digits a format has. It then converts
 a 1 MiB float32 tensor to other dtypes and measures the new storage each time, and
-reinterprets the same bytes with view(dtype) and view_as_real, which allocate nothing.
+reinterprets the same bytes with view(dtype) and view_as_real, which allocate nothing; a
+view to a dtype of another size is tried on a transposed tensor, whose last stride is not 1.
 """
+import math
+
 import torch
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn,
@@ -25,7 +30,21 @@ bool_bytes = size_of[torch.bool]
 float8_bytes = size_of[torch.float8_e4m3fn]
 float16_max = torch.finfo(torch.float16).max
 bfloat16_max = torch.finfo(torch.bfloat16).max
-bfloat16_range_like_float32 = bfloat16_max > 1e38 and torch.finfo(torch.float32).max > 1e38
+
+
+def shape_of(dt):
+    """(exponent of the largest value, exponent of the smallest normal value, fraction bits)."""
+    info = torch.finfo(dt)
+    return math.frexp(info.max)[1], math.frexp(info.tiny)[1], round(-math.log2(info.eps))
+
+
+shapes = {dt: shape_of(dt) for dt in (torch.float32, torch.bfloat16, torch.float16)}
+print(f"{'format':<16}{'exponent of max':>16}{'of tiny':>9}{'fraction bits':>15}  (max, tiny = m * 2**exponent, 0.5 <= m < 1)")
+for dt, (top, bottom, fraction) in shapes.items():
+    print(f"{str(dt):<16}{top:>16}{bottom:>9}{fraction:>15}")
+bfloat16_range_like_float32 = shapes[torch.bfloat16][:2] == shapes[torch.float32][:2]
+bfloat16_fraction_bits, float32_fraction_bits = shapes[torch.bfloat16][2], shapes[torch.float32][2]
+bfloat16_fewer_digits = bfloat16_fraction_bits < shapes[torch.float16][2] < float32_fraction_bits
 
 x = torch.rand(2**18)  # 1 MiB of float32
 conversions = {
@@ -49,3 +68,13 @@ zr = torch.view_as_real(z)
 view_as_real_shares = zr.data_ptr() == z.data_ptr()
 print(f"view_as_real(complex64 of 3): shape {tuple(zr.shape)}, dtype {zr.dtype}, "
       f"same storage: {view_as_real_shares}")
+transposed = torch.rand(4, 4).t()
+try:
+    transposed.view(torch.uint8)
+    resize_view_error = ""
+except RuntimeError as err:
+    resize_view_error = str(err)
+same_size_view_works = transposed.view(torch.int32).data_ptr() == transposed.data_ptr()
+view_dtype_needs_unit_stride = "stride(-1) must be 1" in resize_view_error and same_size_view_works
+print(f"torch.rand(4, 4).t().view(torch.uint8) raises: {resize_view_error}")
+print(f"torch.rand(4, 4).t().view(torch.int32), a dtype of the same size, works: {same_size_view_works}")
