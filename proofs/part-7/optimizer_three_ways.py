@@ -3,7 +3,9 @@
 torch/optim/adam.py holds three versions of the same update: _single_tensor_adam (a Python
 for-loop over the parameters, a few operators each), _multi_tensor_adam (foreach=True: one
 torch._foreach_* operator per stage, over the whole list) and _fused_adam (fused=True: one
-torch._fused_adam_ call). Which one Adam(params) picks when you name none is decided by
+torch._fused_adam_ call). native_functions.yaml (the copy under torchgen/packaged/) says what
+each reaches on the CPU: the _foreach_ operators have no CPU entry there, only a
+CompositeExplicitAutograd "slow" kernel, while _fused_adam_ has a CPU kernel of its own. Which one Adam(params) picks when you name none is decided by
 _default_to_fused_or_foreach (torch/optim/optimizer.py), from the parameters' device. The
 script reads the choice off the operators a TorchDispatchMode sees in one step
 (torch.utils._python_dispatch, an underscore module documented for extending PyTorch), and
@@ -17,7 +19,9 @@ order within each of 7 rounds; each number is the lowest batch mean over the rou
 programs only add time). All three start from the same parameters and gradients, and the
 parameters they reach after the timed steps are compared.
 """
-import statistics
+import importlib.util
+import os
+import re
 import time
 from collections import Counter
 
@@ -87,6 +91,35 @@ under_foreach = Counter(e.name for e in prof.events()
                         if e.cpu_parent is not None and e.cpu_parent.name == "aten::_foreach_sqrt")
 sqrt_per_tensor_under_foreach = under_foreach.get("aten::sqrt", 0) == 4
 
+# What native_functions.yaml (shipped under torchgen/packaged/) dispatches them to on the CPU.
+spec = importlib.util.find_spec("torchgen")
+if spec is None:
+    raise RuntimeError("torchgen is not installed beside torch: no native_functions.yaml to read")
+YAML = os.path.join(os.path.dirname(spec.origin), "packaged", "ATen", "native", "native_functions.yaml")
+YAML_TEXT = open(YAML, encoding="utf-8").read()
+
+
+def dispatch_of(op):
+    """{dispatch key: kernel} of the native_functions.yaml entry whose schema starts `op(`."""
+    block = re.search(rf"^- func: {re.escape(op)}\(.*?(?=^- func:)", YAML_TEXT, re.MULTILINE | re.DOTALL)
+    if block is None:
+        raise RuntimeError(f"{op} not found in {YAML}")
+    table = re.search(r"^  dispatch:\n((?:    .*\n)+)", block.group(0), re.MULTILINE)
+    pairs = re.findall(r"^    ([\w, ]+):\s*(\w+)", table.group(1), re.MULTILINE)
+    return {key.strip(): kernel for keys, kernel in pairs for key in keys.split(",")}
+
+
+def cpu_kernel(op):
+    """The kernel a CPU tensor reaches for op: its CPU entry, else the composite one."""
+    dispatch = dispatch_of(op)
+    return dispatch.get("CPU") or dispatch["CompositeExplicitAutograd"]
+
+
+foreach_sqrt_cpu_kernel = cpu_kernel("_foreach_sqrt")
+fused_adam_cpu_kernel = cpu_kernel("_fused_adam_")
+foreach_has_cpu_kernel = "CPU" in dispatch_of("_foreach_sqrt")
+foreach_cpu_is_slow_path = foreach_sqrt_cpu_kernel.endswith("_slow") and not foreach_has_cpu_kernel
+
 # Timing: rounds of interleaved batches, lowest batch mean.
 cases = [(n, NUMEL) for n in COUNTS] + [(4, BIG)]
 setups = {(case, kind): make(*case, **options) for case in cases for kind, options in KINDS.items()}
@@ -125,6 +158,8 @@ print(f"default on the CPU: the for-loop ({default_is_for_loop}); its operators:
 print(f"aten operators per step, 4 / 64 tensors: " + ", ".join(
     f"{k} {ops_per_step[k, 4]} / {ops_per_step[k, 64]}" for k in KINDS))
 print(f"under one aten::_foreach_sqrt over 4 tensors the profiler saw: {dict(under_foreach)}")
+print(f"native_functions.yaml: _foreach_sqrt on the CPU -> {foreach_sqrt_cpu_kernel} (no CPU entry: "
+      f"{not foreach_has_cpu_kernel}); _fused_adam_ -> {fused_adam_cpu_kernel}")
 print(f"\nµs per step (thread CPU time, lowest batch mean over {ROUNDS} rounds), one thread")
 print(f"{'tensors x floats':>18}" + "".join(f"{k:>11}" for k in KINDS))
 for case in cases:
