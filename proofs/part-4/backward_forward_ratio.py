@@ -4,15 +4,18 @@ Times y = F.linear(x, W, b) and then y.backward(g) for a batch of 256 and square
 width 32 to 1024, float32, one thread. Backward is timed twice: with x requiring grad (the
 engine computes both grad x = g W and grad W = g^T x) and with x a plain input, as for a
 network's first layer (AddmmBackward0 then skips grad x). .grad is reset to None before each
-backward. Each number is the minimum of 8 runs, the three measurements interleaved, each
-width warmed up by one untimed call before it is measured; the narrow widths, where a call is
-cheap and easily disturbed, repeat their measurements several times within each run. Times
+backward. 8 runs, the two kinds of call interleaved, each width warmed up by one untimed
+call before it is measured; the narrow widths, where a call is cheap and easily disturbed,
+repeat their measurements several times within each run, the widest twice. Each time shown is
+the minimum over the calls; each ratio is the median over the calls of backward / forward,
+both timed in the same call. Times
 are CPU time of the calling thread (time.thread_time_ns), which does all the work here (one
 intra-op thread, and on the CPU backward runs on the thread that calls it), so time the
 thread spends waiting for a core is not counted. Last, it counts the ATen operators each
 backward calls, with a TorchDispatchMode (from the private torch.utils._python_dispatch; the
 import fails loudly if it is gone): matrix products (aten.mm) and sums (aten.sum).
 """
+import statistics
 import time
 from collections import Counter
 
@@ -26,7 +29,7 @@ torch.set_num_threads(1)
 BATCH = 256
 WIDTHS = [32, 64, 128, 256, 512, 1024]
 RUNS = 8
-REPEATS = {32: 8, 64: 8, 128: 4, 256: 2, 512: 1, 1024: 1}  # pairs per run: more where cheap
+REPEATS = {32: 8, 64: 8, 128: 4, 256: 2, 512: 2, 1024: 2}  # pairs per run: more where cheap
 
 
 def measure(width, x_needs_grad):
@@ -43,16 +46,15 @@ def measure(width, x_needs_grad):
     return (middle - start) / 1e6, (end - middle) / 1e6
 
 
-fwd = {w: float("inf") for w in WIDTHS}
-bwd = {(w, k): float("inf") for w in WIDTHS for k in (True, False)}
-for _ in range(RUNS):
+calls = {(w, k): [] for w in WIDTHS for k in (True, False)}  # (forward ms, backward ms)
+for run in range(RUNS):
     for w in WIDTHS:
         measure(w, True)  # warm-up at this width, untimed
         for _ in range(REPEATS[w]):
-            for needs in (True, False):
-                f_ms, b_ms = measure(w, needs)
-                fwd[w] = min(fwd[w], f_ms)
-                bwd[w, needs] = min(bwd[w, needs], b_ms)
+            for needs in ((True, False) if run % 2 else (False, True)):
+                calls[w, needs].append(measure(w, needs))
+fwd = {w: min(f for k in (True, False) for f, _ in calls[w, k]) for w in WIDTHS}
+bwd = {(w, k): min(b for _, b in calls[w, k]) for w in WIDTHS for k in (True, False)}
 
 class CountOps(TorchDispatchMode):
     """Counts every ATen operator called while it is active, by name (aten.mm.default, ...)."""
@@ -84,8 +86,9 @@ sum_in_backward = ops_with_input_grad["aten::sum"]
 sum_in_backward_first_layer = ops_first_layer["aten::sum"]
 
 wide = max(WIDTHS)
-ratio_with_input_grad = {w: bwd[w, True] / fwd[w] for w in WIDTHS}
-ratio_without_input_grad = {w: bwd[w, False] / fwd[w] for w in WIDTHS}
+ratio_with_input_grad = {w: statistics.median(b / f for f, b in calls[w, True]) for w in WIDTHS}
+ratio_without_input_grad = {w: statistics.median(b / f for f, b in calls[w, False])
+                            for w in WIDTHS}
 forward_ms = fwd[wide]
 backward_ms = bwd[wide, True]
 backward_first_layer_ms = bwd[wide, False]
@@ -94,7 +97,8 @@ ratio_wide_first_layer = ratio_without_input_grad[wide]
 ratio_narrow = ratio_with_input_grad[min(WIDTHS)]
 gflop_forward = 2 * BATCH * wide * wide / 1e9
 
-print(f"F.linear(x, W, b), batch {BATCH}, square W, float32, one thread; min of {RUNS} runs")
+print(f"F.linear(x, W, b), batch {BATCH}, square W, float32, one thread; {RUNS} runs: times the"
+      " minimum, ratios the median of backward / forward within each call")
 print(f"{'width':>6s} {'forward ms':>11s} {'backward ms':>12s} {'ratio':>6s}"
       f" {'bwd, x plain':>13s} {'ratio':>6s}")
 for w in WIDTHS:

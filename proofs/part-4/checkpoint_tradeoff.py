@@ -11,7 +11,7 @@ use_reentrant=True, whose node is read off the output. Peak memory: one step (fo
 backward, the gradients already allocated so backward adds into them) runs under
 torch.profiler with profile_memory=True; the script adds up the allocations and frees it
 traced, in time order, through the profiler's private kineto_results.events() (it raises if
-that is gone or traced nothing). Time: one forward plus backward, 8 runs, each timing every
+that is gone or traced nothing). Time: one forward plus backward, 12 runs, each timing every
 depth and variant in an order that rotates from run to run, one thread, measured as that
 thread's CPU time (time.thread_time_ns), so time spent waiting for a core is not counted. The
 table shows the minimum per depth; a ratio is the median of the ratios within each run.
@@ -30,7 +30,7 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 BATCH, WIDTH, HIDDEN = 64, 256, 1024
 DEPTHS = [1, 2, 4, 8]
-RUNS = 8
+RUNS = 12
 VARIANTS = ["plain", "checkpoint", "save_on_cpu"]
 MIB = 2**20
 
@@ -188,8 +188,8 @@ print(f"per block: plain saves {plain_kib_per_block:.0f} KiB, checkpoint"
 print(f"use_reentrant=True: node {reentrant_node}, saves {mib[deep, 'reentrant']:.3f} MiB at depth"
       f" {deep}")
 print(f"peak of a step beyond parameters and gradients, depth {deep}:"
-      f" plain {plain_peak_mib:.2f} MiB, checkpoint {checkpoint_peak_mib:.2f} MiB; per block {plain_peak_kib_per_block:.0f} and"
-      f" {checkpoint_peak_kib_per_block:.0f} KiB")
+      f" plain {plain_peak_mib:.2f} MiB, checkpoint {checkpoint_peak_mib:.2f} MiB;"
+      f" per block {plain_peak_kib_per_block:.0f} and {checkpoint_peak_kib_per_block:.0f} KiB")
 print(f"at depth {deep} (median of {RUNS} side-by-side ratios): checkpoint time"
       f" x{checkpoint_time_ratio:.2f}, save_on_cpu time"
       f" x{save_on_cpu_time_ratio:.2f}; checkpoint gradients match: {checkpoint_grads_match}")
