@@ -47,6 +47,7 @@ class Ops(TorchDispatchMode):
 with Ops() as construction:
     model = Net()
 construction_ops = Counter(construction.names)
+construction_op_list = ", ".join(f"{name.split('.')[0]} ×{n}" for name, n in construction_ops.items())
 init_fills_in_place = construction_ops["uniform_.default"] == 4
 allocations_empty = construction_ops["empty.memory_format"] == 4
 
@@ -91,6 +92,8 @@ grad_bytes = sum(nbytes(p.grad) for p in params)
 optimizer.step()
 state_after_step = len(optimizer.state)
 state_keys = sorted(next(iter(optimizer.state.values())))
+state_key_list = ", ".join(state_keys)
+step_counter_dtype = str(next(iter(optimizer.state.values()))["step"].dtype)
 optimizer.zero_grad()
 grads_none_after_zero_grad = all(p.grad is None for p in params)
 

@@ -19,7 +19,9 @@ one (wall time, time.perf_counter: a compile waits for the C++ compiler, a separ
 the cold process also runs the loop uncompiled for 30 steps. For the steady speed, rounds
 interleave eager, eager with Adam(fused=True) and compiled (50 steps each; 8 for the wide
 model), timed by the CPU time of the calling thread (time.thread_time_ns: on one thread it
-holds all the work), taking each one's lowest round of 9. One more step of each is run under
+holds all the work), taking each one's lowest round of 9; for the wide model, 8 more steps of
+each count the page faults the process took (getrusage's ru_minflt: fresh memory from the
+operating system, Part 1). One more step of each is run under
 sys.setprofile (Python functions that ran inside torch's .py files) and under torch.profiler
 (aten:: events: every call the dispatcher made, nested ones included).
 
@@ -38,7 +40,7 @@ FIRST_STEPS = 30
 STEADY_ROUNDS, STEADY_STEPS = 9, 50  # the wide model: 8 steps a round
 
 CHILD = r'''
-import json, os, sys, time
+import json, os, resource, sys, time
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = sys.argv[2]
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 import torch
@@ -127,8 +129,13 @@ else:  # warm: the same cache, and a model wide enough for its kernels to matter
     t0 = time.perf_counter()
     step(compiled_wide, o_wc)
     out["wide_compile_s"] = time.perf_counter() - t0
-    out["wide_steady_us"] = steady({"eager": (lambda a, b: loss_fn(m_w(a), b), o_w),
-                                    "compiled": (compiled_wide, o_wc)}, 8)
+    wide_runs = {"eager": (lambda a, b: loss_fn(m_w(a), b), o_w), "compiled": (compiled_wide, o_wc)}
+    out["wide_steady_us"] = steady(wide_runs, 8)
+    out["wide_faults_per_step"] = {}
+    for k, (fn, opt) in wide_runs.items():
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        loop(fn, opt, 8, time.perf_counter)
+        out["wide_faults_per_step"][k] = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 8
 print(json.dumps(out))
 '''
 
@@ -185,8 +192,12 @@ wide_compiled_us = warm["wide_steady_us"]["compiled"]
 wide_speedup = wide_eager_us / wide_compiled_us
 wide_saving_us = wide_eager_us - wide_compiled_us
 wide_pays = wide_saving_us > 0
+wide_eager_faults = warm["wide_faults_per_step"]["eager"]
+wide_compiled_faults = warm["wide_faults_per_step"]["compiled"]
 wide_cold_s = probe_cold_s + wide_compile_s   # what a cold start of the wide model would pay
 wide_break_even_steps = wide_cold_s / (wide_saving_us / 1e6) if wide_pays else float("inf")
+wide_payback_text = (f"after about {wide_break_even_steps:,.0f} steps" if wide_pays
+                     else "never, since the compiled step was not faster")
 
 print(f"cold (empty cache folder): compiler probe {probe_cold_s:.1f} s, first step {cold_first_s:.1f} s")
 print(f"warm (same folder, new process): probe {probe_warm_s:.2f} s, first step {warm_first_s:.2f} s")
@@ -202,6 +213,8 @@ print(f"one whole step: Python functions run inside torch {python_calls_eager} e
 print(f"width 1024 (warm process): compiling took {wide_compile_s:.1f} s; steady {wide_eager_us:,.0f} µs eager, "
       f"{wide_compiled_us:,.0f} µs compiled ({wide_speedup:.2f}x)"
       + (f": paid back after about {wide_break_even_steps:,.0f} steps, counting a cold start" if wide_pays else ""))
+print(f"width 1024, page faults per step (getrusage, minor): eager {wide_eager_faults:,.0f}, "
+      f"compiled {wide_compiled_faults:,.0f}")
 if pays:
     print(f"break-even after about {break_even_steps:,.0f} steps cold, {break_even_warm_steps:,.0f} warm; "
           f"Figure 1 runs {FIGURE_1_STEPS}")

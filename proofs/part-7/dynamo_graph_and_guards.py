@@ -86,6 +86,10 @@ with torch.no_grad():
     verdicts["the same data under no_grad"] = bool(guards.check({"x": x, "y": y}))
 reasons = {name: guards.check_verbose(args).verbose_code_parts[0] for name, args in trials.items()
            if not verdicts[name]}
+reason_512 = reasons["a batch of 512"]
+reason_float64 = reasons["float64 data"]
+reason_requires_grad = reasons["x requiring grad"]
+reason_strides = reasons["x transposed twice (other strides)"]
 reuse_same_shape = verdicts["a new batch of the same shape"]
 rejects_all_others = not any(v for k, v in verdicts.items() if k != "a new batch of the same shape")
 

@@ -116,6 +116,13 @@ loss_fn(model(x), y).backward()
 grads_match = all(torch.allclose(a, p.grad, rtol=1e-5, atol=1e-6) for a, p in zip(compiled_grads, model.parameters()))
 
 
+def relu_kernel_source(code):
+    found = re.search(r"cpp_fused_relu_0 = .*?r'''\n(.*?)'''", code, re.DOTALL)
+    if found is None:
+        raise RuntimeError("no cpp_fused_relu_0 kernel in the forward wrapper")
+    return found.group(1)
+
+
 def kernels(code):
     """Names of the C++ kernels a wrapper defines, and the library calls its call() makes."""
     cpp = re.findall(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding", code, re.MULTILINE)
@@ -131,12 +138,15 @@ n_compiled_calls = n_cpp_kernels + n_extern_calls
 cpp_kernel_names = ", ".join(fw_cpp + bw_cpp)
 extern_names = sorted(set(fw_extern + bw_extern))
 buffers_reused = len(re.findall(r"# reuse$", forward_code + backward_code, re.MULTILINE))
-uses_openmp = "#pragma omp" in forward_code
-kernels_vectorized = "at::vec::Vectorized" in forward_code
+threads = torch.get_num_threads()
+uses_openmp = "#pragma omp parallel" in relu_kernel_source(forward_code)
+kernels_vectorized = "at::vec::Vectorized" in relu_kernel_source(forward_code)
+openmp_follows_threads = uses_openmp == (threads > 1)
+vectorized_follows_isa = kernels_vectorized == bool(picked)
 forward_returns = re.search(r"^\s+return \((.*)\)\s*$", forward_code, re.MULTILINE).group(1)
 n_forward_outputs = len([p for p in forward_returns.split(",") if p.strip()])
 saved_for_backward = n_forward_outputs - 1
-relu_kernel = re.search(r"cpp_fused_relu_0 = .*?r'''\n(.*?)'''", forward_code, re.DOTALL).group(1)
+relu_kernel = relu_kernel_source(forward_code)
 relu_loop_line = next(line.strip() for line in relu_kernel.splitlines() if "tmp1 =" in line)
 forward_call = forward_code[forward_code.index("    def call(self, args):"):forward_code.index("runner = Runner")]
 so_files = sum(name.endswith(".so") for _, _, names in os.walk(CACHE) for name in names)
@@ -148,6 +158,8 @@ print(f"the compiled gradients match eager's: {grads_match}")
 print(f"\neager: {eager_ops} operators for forward, loss and backward ({eager_computing} not views)")
 print(f"compiled: {n_compiled_calls} calls: {n_cpp_kernels} C++ kernels Inductor wrote "
       f"({cpp_kernel_names}) and {n_extern_calls} library calls ({', '.join(extern_names)})")
+print(f"torch threads: {threads}; the ReLU kernel uses OpenMP: {uses_openmp}, at::vec::Vectorized: "
+      f"{kernels_vectorized}")
 print(f"buffers reused in place: {buffers_reused}; the forward returns the loss and "
       f"{saved_for_backward} tensors for backward: {forward_returns}")
 print(f"shared libraries in the cache folder after compiling: {so_files}")

@@ -79,6 +79,9 @@ for kind, options in KINDS.items():
             foreach_reads_per_tensor = seen.names["_local_scalar_dense"] / n
         if n == 4:
             print(f"{kind:>8}, 4 tensors: {dict(seen.names)}")
+loop_ops_4, loop_ops_64 = ops_per_step["for-loop", 4], ops_per_step["for-loop", 64]
+foreach_ops_4, foreach_ops_64 = ops_per_step["foreach", 4], ops_per_step["foreach", 64]
+fused_ops_4, fused_ops_64 = ops_per_step["fused", 4], ops_per_step["fused", 64]
 fused_op_seen = ops_per_step["fused", 4] <= 3
 loop_ops_grow = ops_per_step["for-loop", 64] == 16 * ops_per_step["for-loop", 4]
 foreach_ops_flat = foreach_kernels[64] == foreach_kernels[4]

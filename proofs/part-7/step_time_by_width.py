@@ -2,8 +2,9 @@
 
 Widens the hidden layer of Figure 1's network (Linear(8, H), ReLU, Linear(H, 1), MSE, Adam,
 batch 1024) from H = 1 to H = 4096 and times one training step, split into forward (model and
-loss), backward, and the optimizer (step, zero_grad, item). Every width runs the same 70-odd
-operators; only the tensors grow. One intra-op thread; CPU time of the calling thread
+loss), backward, and the optimizer (step, zero_grad, item). A TorchDispatchMode
+(torch.utils._python_dispatch, an underscore module documented for extending PyTorch) counts
+the operators of one step at the narrowest and the widest: the same, for only the tensors grow. One intra-op thread; CPU time of the calling thread
 (time.thread_time_ns). Seven rounds, each timing every width in turn, in ascending then
 descending order (a short batch of steps after two untimed ones), so a burst of load elsewhere
 spoils a round, not a width; each number is the median step of a batch, in the round where that
@@ -22,6 +23,7 @@ import time
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -53,6 +55,25 @@ def step(model, optimizer):
     t3 = clock()
     return (t1 - t0) / 1e3, (t2 - t1) / 1e3, (t3 - t2) / 1e3
 
+
+class CountOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.n += 1
+        return func(*args, **(kwargs or {}))
+
+
+operators = {}
+for width in (WIDTHS[0], WIDTHS[-1]):
+    step(*setups[width])  # the first step also creates Adam's state
+    with CountOps() as counter:
+        step(*setups[width])
+    operators[width] = counter.n
+same_operators = operators[WIDTHS[0]] == operators[WIDTHS[-1]]
+operators_per_step = operators[WIDTHS[0]]
 
 rounds = {w: [] for w in WIDTHS}
 for r in range(ROUNDS):
@@ -98,6 +119,7 @@ for w in WIDTHS:
     mark = "  <- Figure 1" if w == FIGURE_1_WIDTH else ""
     print(f"{w:>6}{params[w]:>10,}{f:>10.0f}{b:>10.0f}{o:>11.0f}{step_us[w]:>10.0f}"
           f"{step_us[w] / machinery_us:>7.1f}{mark}")
+print(f"operators per step: {operators} (the same at every width: {same_operators})")
 print(f"machinery (H=1): {machinery_us:.0f} µs; the step costs twice that at H = {crossover_width:.0f}")
 print(f"at Figure 1's width the machinery is {figure_1_machinery_share:.0%} of the step; "
       f"at H=4096, {largest_machinery_share:.1%}")
