@@ -8,10 +8,10 @@ torch.tensor() of a Python list of 500,000 floats, a pure-Python loop, and time.
 each phase the script divides the ticker's rate by its rate during the sleeps next to it:
 near 1 means the main thread let go of the GIL for the whole call, near 0 that it held it,
 about one half that the two threads took turns (CPython hands the GIL over every
-sys.getswitchinterval() seconds). It also finds the ticker's longest pause within each phase,
-as a share of the phase: a call that holds the GIL from start to end stops the ticker for all
-of it, except the moment after it returns, when the main thread hands the GIL over before it
-can note the time. A thread that has the GIL can only count on a free core,
+sys.getswitchinterval() seconds). It also prints the ticker's longest pause within each phase, as
+a share of the phase. A call that holds the GIL stops the ticker, but not quite for the whole
+phase: around the call the main thread runs bytecode and may hand the GIL over before it can
+note the time, the more so when it waits for a core; the pause then comes in pieces. A thread that has the GIL can only count on a free core,
 so while it runs the script also reads how much CPU the rest of the machine used (/proc/stat
 minus its own CPU time; Linux; elsewhere it assumes none) and reports the cores left free.
 """
