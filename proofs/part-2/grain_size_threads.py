@@ -1,23 +1,22 @@
 """An elementwise kernel uses a second thread only above its grain size: GRAIN_SIZE elements by default, 2,048 for sin and its kin.
 
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
-torch.sigmoid(x, out=y) on float32 tensors from 1K to 1M elements with one thread and with
-two, interleaved (1, 2, 1, 2... and every size in each round), keeping the minimum of 15
-batches of calls (up to about a millisecond each, so that waking the second thread once per
-batch costs little) after a warm-up round. These are wall times (time.perf_counter_ns):
-the point is how long the caller waits, and with two threads the work is spread over two
-clocks. It also counts the threads that did work
-during 0.3 s of calls with two threads allowed, from each thread's CPU time in
-/proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle OpenMP worker spins a little before it sleeps; that counts as
-work, and it only happens to a worker that was woken. It counts them for sigmoid (which
-takes the default grain) at GRAIN_SIZE and one element more, and for sin, whose kernel in
-UnaryOpsKernel.cpp passes a grain of 2,048: in bfloat16 (ATen's own vector loop) at 2,048
-and 2,049, and in float32, which on an MKL build is MKL's vector math function (ATen/cpu/vml.h)
-with threads of its own, at 1,024. Two threads can only be faster on two
-free cores, so while it times, the script also reads how much CPU the rest of the machine
-used (/proc/stat minus its own CPU time; Linux) and reports the cores left free. On a machine
-with a single core two threads cannot run at once, so only the below-the-grain half of the
-story can show there.
+torch.sigmoid(x, out=y) on float32 tensors from 4K to 1M elements with one thread and with
+two, interleaved (every size with one thread, then every size with two, in each round),
+keeping the minimum of 9 batches of calls (up to about a millisecond each) after a warm-up
+round. These are wall times (time.perf_counter_ns): the point is how long the caller waits,
+and with two threads the work is spread over two clocks. It also counts the threads that
+did work during 0.1 s of calls with two threads allowed, from each thread's CPU time in
+/proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle
+OpenMP worker spins a little before it sleeps; that counts as work, and it only happens to
+a worker that was woken. It counts them for sigmoid (which takes the default grain) at
+GRAIN_SIZE and one element more, and for sin, whose kernel in UnaryOpsKernel.cpp passes a
+grain of 2,048: in bfloat16 (ATen's own vector loop) at 2,048 and 2,049, and in float32,
+which on an MKL build is MKL's vector math function (ATen/cpu/vml.h) with threads of its
+own, at 1,024. Two threads can only be faster on two free cores, so while it times, the
+script also reads how much CPU the rest of the machine used (/proc/stat minus its own CPU
+time; Linux) and reports the cores left free. On a machine with a single core two threads
+cannot run at once, so only the below-the-grain half of the story can show there.
 """
 import os
 import re
@@ -33,9 +32,8 @@ if found is None:
 grain_size = int(found.group(1))
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
-SIZES = sorted({1 << 10, 1 << 12, 1 << 14, 3 << 13, grain_size, grain_size + 1,
-                5 << 13, 1 << 16, 3 << 15, 1 << 17, 1 << 18, 1 << 20})
-REPS = 15
+SIZES = sorted({1 << 12, 1 << 14, grain_size, grain_size + 1, 5 << 13, 1 << 16, 1 << 17, 1 << 18, 1 << 20})
+REPS = 9
 
 
 def batch_us(fn, calls):
@@ -49,56 +47,65 @@ def batch_us(fn, calls):
 def one_vs_two(sizes):
     """{n: (µs with 1 thread, µs with 2 threads)} for sigmoid on n floats: min of REPS rounds.
 
-    Each round times every size, one thread then two, so the REPS tries of one size are
-    spread over the whole run: a burst of activity elsewhere on the machine spoils a few
-    tries of each size, not all the tries of one."""
+    Each round times every size with one thread, then every size with two (the other way
+    round in the next round), so the REPS tries of one size are spread over the whole run: a
+    burst of activity elsewhere on the machine spoils a few tries of each size, not all the
+    tries of one. The thread count changes twice a round only: each change makes OpenMP
+    rebuild its team of threads, which costs far more than a call."""
     work = {}
     for n in sizes:
         x, y = torch.rand(n), torch.empty(n)
         work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(2, min(100, 2_000_000 // n)))
     best = {n: {1: float("inf"), 2: float("inf")} for n in sizes}
     for rep in range(REPS + 1):  # round 0 is the warm-up
-        for n, (fn, calls) in work.items():
-            for threads in (1, 2):
-                torch.set_num_threads(threads)
+        for threads in ((1, 2) if rep % 2 else (2, 1)):
+            torch.set_num_threads(threads)
+            for n, (fn, calls) in work.items():
                 t = batch_us(fn, calls)
                 if rep:
                     best[n][threads] = min(best[n][threads], t)
     return {n: (b[1], b[2]) for n, b in best.items()}
 
 
-def thread_cpu_ticks():
-    """{thread id: user+system CPU time in clock ticks} for this process's threads (Linux /proc)."""
-    ticks = {}
+def thread_cpu_ns():
+    """{thread id: CPU time in ns} for this process's threads (Linux /proc): the scheduler's
+    own count in schedstat where the kernel keeps one, else utime + stime from stat, in ticks."""
+    times = {}
+    tick_ns = 1e9 / os.sysconf("SC_CLK_TCK")
     for tid in os.listdir("/proc/self/task"):
         try:
-            with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            try:
+                with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
+                    times[tid] = int(f.read().split()[0])
+            except FileNotFoundError:  # no schedstat in this kernel: 10 ms ticks
+                with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                times[tid] = (int(fields[11]) + int(fields[12])) * tick_ns  # utime, stime
         except FileNotFoundError:  # a thread that ended meanwhile
             continue
-        ticks[tid] = int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks
+    return times
 
 
-def threads_working(n, op=torch.sigmoid, dtype=torch.float32, window_s=0.3):
+def threads_working(n, op=torch.sigmoid, dtype=torch.float32):
     """How many threads did work while op ran on n elements of dtype with two threads allowed.
 
     On Linux: threads whose CPU time grew by at least a quarter of the busiest one's, read per
-    thread from /proc (10 ms ticks, hence a 0.3 s window). Elsewhere: process CPU time divided
-    by wall time, rounded."""
+    thread from /proc (0.1 s of calls where the kernel counts in ns, 0.3 s where it counts in
+    10 ms ticks). Elsewhere: process CPU time divided by wall time, rounded."""
     torch.set_num_threads(2)
     x, y = torch.rand(n).to(dtype), torch.empty(n, dtype=dtype)
     op(x, out=y)
     time.sleep(0.05)  # let idle OpenMP workers stop spinning from earlier work
     linux = os.path.isdir("/proc/self/task")
-    before = thread_cpu_ticks() if linux else None
+    window_s = 0.1 if linux and os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat") else 0.3
+    before = thread_cpu_ns() if linux else None
     wall0, cpu0 = time.perf_counter(), time.process_time()
     while time.perf_counter() - wall0 < window_s:
         for _ in range(10):
             op(x, out=y)
     if not linux:
         return round((time.process_time() - cpu0) / (time.perf_counter() - wall0))
-    grown = [t - before.get(tid, 0) for tid, t in thread_cpu_ticks().items()]
+    grown = [t - before.get(tid, 0) for tid, t in thread_cpu_ns().items()]
     return sum(g >= 0.25 * max(grown) for g in grown)
 
 
