@@ -12,11 +12,13 @@ scalar, a 0-dim float32 tensor and a 0-dim float64 tensor. A Python number becom
 the loop (the profiler lists the aten::to call it makes inside aten::add, via
 torch.autograd.profiler.profile, the profiler without the Kineto back end; its log lines
 on stderr are silenced). Times are this
-thread's CPU time (time.thread_time), minimum of 15 repeats of 1,000 calls, every form taking
-turns within each repeat, after a warm-up.
+thread's CPU time (time.thread_time) for 1,000 calls, in 25 rounds that each time every form
+once, in an order rotated from round to round, after a warm-up; each form keeps its minimum,
+and a ratio between two forms is the median over rounds of their ratio within a round.
 """
 import contextlib
 import os
+import statistics
 import sys
 import time
 import timeit
@@ -25,6 +27,23 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+
+
+def rounds(timers, number, n_rounds=25):
+    """{name: [ns per call in each round]}: every round times each statement once, in an order
+    rotated by one from the round before, so no statement always follows the same neighbour."""
+    names = list(timers)
+    times = {name: [] for name in names}
+    for r in range(n_rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timers[name].timeit(number) / number * 1e9)
+    return times
+
+
+def ratio(times, top, bottom):
+    """The median over rounds of top's time over bottom's time in the same round."""
+    return statistics.median(t / b for t, b in zip(times[top], times[bottom]))
+
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -66,10 +85,8 @@ FORMS = {
 timers = {f: timeit.Timer(f, globals=env, timer=time.thread_time) for f in FORMS}
 for t in timers.values():
     t.timeit(100)
-best = dict.fromkeys(FORMS, float("inf"))
-for _ in range(15):
-    for f, t in timers.items():
-        best[f] = min(best[f], t.timeit(1000) / 1000 * 1e9)
+times = rounds(timers, 1000)
+best = {f: min(ts) for f, ts in times.items()}
 
 
 @contextlib.contextmanager
@@ -100,11 +117,11 @@ number_converted = "aten::to" in ops_number and "aten::to" not in ops_tensor
 float64_converted = "aten::to" in ops_float64
 
 base = best["torch.add(a, b)"]
-keywords_vs_positional = best["torch.add(input=a, other=b)"] / base
-number_vs_tensor = best["torch.add(a, 1.5)"] / base
-numpy_vs_tensor = best["torch.add(a, n32)"] / base
-float64_vs_float32 = best["torch.add(a, s64)"] / best["torch.add(a, s32)"]
-out_vs_positional = best["torch.add(a, b, out=c)"] / base
+keywords_vs_positional = ratio(times, "torch.add(input=a, other=b)", "torch.add(a, b)")
+number_vs_tensor = ratio(times, "torch.add(a, 1.5)", "torch.add(a, b)")
+numpy_vs_tensor = ratio(times, "torch.add(a, n32)", "torch.add(a, b)")
+float64_vs_float32 = ratio(times, "torch.add(a, s64)", "torch.add(a, s32)")
+out_vs_positional = ratio(times, "torch.add(a, b, out=c)", "torch.add(a, b)")
 number_extra_ns = best["torch.add(a, 1.5)"] - base
 
 print(f"torch.add(input=a, alpha=2, other=b) fits both signatures and raised no warning: "
@@ -114,9 +131,10 @@ print(f"torch.add(a, 2, b) matched the deprecated signature (it warned): {deprec
       f"{not deprecated_warns_once}")
 print(f"  the warning names it: {deprecated_message}")
 print(f"torch.add(a, 'x') matched none: {no_match_error}")
-print("one-element float32 a, thread CPU time per call, min of 15 repeats of 1,000:")
+print("one-element float32 a, thread CPU time per call, min of 25 rounds of 1,000 calls;")
+print("ratios: the median over rounds of the ratio to torch.add(a, b) within a round")
 for f, what in FORMS.items():
-    print(f"  {f:30s}{best[f]:7,.0f} ns  {best[f] / base:5.2f}x   {what}")
+    print(f"  {f:30s}{best[f]:7,.0f} ns  {ratio(times, f, 'torch.add(a, b)'):5.2f}x   {what}")
 print(f"operators the profiler saw: a + tensor {ops_tensor}")
 print(f"                            a + 1.5    {ops_number}")
 print(f"                            a + 0-dim float64 {ops_float64}")

@@ -5,9 +5,11 @@ slot wrapper inherited from torch._C.TensorBase is C++; a function in torch.Tens
 dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that compute the
 same result, it counts the Python functions each one runs (sys.setprofile's "call"
 events, the timed expression's own frame left out) and times them on one-element float32
-tensors with timeit: the CPU time of this thread (time.thread_time), minimum of 15 repeats of
-2,000 calls, all expressions taking turns within each repeat, after a warm-up.
+tensors with timeit: the CPU time of this thread (time.thread_time) for 2,000 calls, in 25
+rounds that each time every expression once, in an order rotated from round to round, after a
+warm-up. Each keeps its minimum; a ratio is the median over rounds of the ratio within a round.
 """
+import statistics
 import sys
 import time
 import timeit
@@ -15,6 +17,23 @@ import types
 
 import matplotlib.pyplot as plt
 import torch
+
+
+def rounds(timers, number, n_rounds=25):
+    """{name: [ns per call in each round]}: every round times each statement once, in an order
+    rotated by one from the round before, so no statement always follows the same neighbour."""
+    names = list(timers)
+    times = {name: [] for name in names}
+    for r in range(n_rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timers[name].timeit(number) / number * 1e9)
+    return times
+
+
+def ratio(times, top, bottom):
+    """The median over rounds of top's time over bottom's time in the same round."""
+    return statistics.median(t / b for t, b in zip(times[top], times[bottom]))
+
 
 OPERATORS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
@@ -64,20 +83,18 @@ calls = {e: python_calls(eval("lambda: " + e)) for e in EXPRESSIONS}
 timers = {e: timeit.Timer(e, globals={"a": a}, timer=time.thread_time) for e in EXPRESSIONS}
 for t in timers.values():
     t.timeit(200)
-best = dict.fromkeys(EXPRESSIONS, float("inf"))
-for _ in range(15):
-    for e, t in timers.items():
-        best[e] = min(best[e], t.timeit(2000) / 2000 * 1e9)
+times = rounds(timers, 2000)
+best = {e: min(ts) for e, ts in times.items()}
 
 sub_ns, rsub_ns = best["a - 1"], best["1 - a"]
 rsub_extra_ns = rsub_ns - sub_ns
-rsub_vs_sub = rsub_ns / sub_ns
+rsub_vs_sub = ratio(times, "1 - a", "a - 1")
 div_ns, rdiv_ns = best["a / 2"], best["2 / a"]
-rdiv_vs_div = rdiv_ns / div_ns
+rdiv_vs_div = ratio(times, "2 / a", "a / 2")
 pow_method_ns, pow_op_ns = best["a.pow(2)"], best["a ** 2"]
-pow_op_vs_method = pow_op_ns / pow_method_ns
+pow_op_vs_method = ratio(times, "a ** 2", "a.pow(2)")
 len_ns, shape_ns = best["len(a)"], best["a.shape[0]"]
-len_vs_shape = len_ns / shape_ns
+len_vs_shape = ratio(times, "len(a)", "a.shape[0]")
 n_calls_sub, n_calls_rsub = len(calls["a - 1"]), len(calls["1 - a"])
 n_calls_pow = len(calls["a ** 2"])
 n_calls_rdiv = len(calls["2 / a"])
@@ -87,7 +104,7 @@ rsub_calls_text = ", ".join(calls["1 - a"])
 print(f"torch.Tensor's {len(OPERATORS)} operator methods: {n_c_ops} C++ (from TensorBase), "
       f"{n_python_ops} Python (torch/_tensor.py):")
 print("  Python: " + ", ".join(python_ops))
-print("one-element float32, thread CPU time, min of 15 repeats of 2,000 calls:")
+print("one-element float32, thread CPU time, min of 25 rounds of 2,000 calls:")
 for e in EXPRESSIONS:
     shown = ", ".join(calls[e]) if calls[e] else "none"
     print(f"  {e:12s}{best[e]:7,.0f} ns   Python functions run: {shown}")

@@ -23,13 +23,16 @@ convention that does nothing with its two arguments ("".format). Freeing is time
 deallocation of 200 Python tensors. The binding's own work (argument parsing, the
 __torch_function__ check, the generated code around them) is what the whole call leaves
 over. Calls run in batches of 200 (results of allocating calls are kept, then wrapped and
-freed outside the timing); every variant runs once per round, 200 rounds, and each keeps its
-minimum (time.perf_counter_ns). One intra-op thread; garbage collection off while timing.
+freed outside the timing); every variant runs once per round, 200 rounds (time.perf_counter_ns).
+Each round gives one set of pieces, the binding's share being what that round's whole call
+leaves over; the script reports, for each piece, its median over the rounds, and prints each
+variant's minimum too. One intra-op thread; garbage collection off while timing.
 """
 import ctypes
 import gc
 import os
 import platform
+import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -201,30 +204,42 @@ VARIANTS = {
     "free 200 objects": timed_free_objects,
 }
 ROUNDS = 200
-best = dict.fromkeys(VARIANTS, float("inf"))
+per_round = {name: [] for name in VARIANTS}
 gc.disable()
 for rnd in range(ROUNDS + 3):                           # three warm-up rounds
     for name, run in VARIANTS.items():
         ns = run()
         if rnd >= 3:
-            best[name] = min(best[name], ns)
+            per_round[name].append(ns)
 gc.enable()
 
-t = best
-total_ns = t["torch.add(a, b)"] - t["loop"]
-pieces = {
-    "Python: the call itself": t['"".format(a, b)'] - t["loop"],
-    "the binding: parsing, checks": 0.0,                # filled in below: what is left over
-    "releasing and retaking the GIL": t["no-op, releases the GIL"] - t["no-op, keeps the GIL"],
-    "dispatcher: key set, table, call": t["add_Tensor::call, inference"] - t["at::cpu::add, inference"],
-    "autograd kernel": (t["add_Tensor::call"] - t["add_Tensor::call, inference"])
-    - (t["at::cpu::add"] - t["at::cpu::add, inference"]),
-    "kernel: checks, TensorIterator, loop": t["at::cpu::add_out"] - t["no-op, keeps the GIL"],
-    "allocating the result": t["at::cpu::add"] - t["at::cpu::add_out"],
-    "wrapping it in a Python object": t["THPVariable_Wrap"] - t["PyBool_FromLong"],
-    "freeing it": t["free 200 tensors"] - t["free 200 objects"],
-}
-pieces["the binding: parsing, checks"] = total_ns - sum(pieces.values())
+
+def taken_apart(t):
+    """The pieces of one torch.add(a, b), from one round's times (or from the minima)."""
+    total = t["torch.add(a, b)"] - t["loop"]
+    parts = {
+        "Python: the call itself": t['"".format(a, b)'] - t["loop"],
+        "the binding: parsing, checks": 0.0,            # filled in below: what is left over
+        "releasing and retaking the GIL": t["no-op, releases the GIL"] - t["no-op, keeps the GIL"],
+        "dispatcher: key set, table, call": t["add_Tensor::call, inference"]
+        - t["at::cpu::add, inference"],
+        "autograd kernel": (t["add_Tensor::call"] - t["add_Tensor::call, inference"])
+        - (t["at::cpu::add"] - t["at::cpu::add, inference"]),
+        "kernel: checks, TensorIterator, loop": t["at::cpu::add_out"] - t["no-op, keeps the GIL"],
+        "allocating the result": t["at::cpu::add"] - t["at::cpu::add_out"],
+        "wrapping it in a Python object": t["THPVariable_Wrap"] - t["PyBool_FromLong"],
+        "freeing it": t["free 200 tensors"] - t["free 200 objects"],
+    }
+    parts["the binding: parsing, checks"] = total - sum(parts.values())
+    return total, parts
+
+
+rounds_apart = [taken_apart({name: times[r] for name, times in per_round.items()})
+                for r in range(ROUNDS)]
+t = {name: min(times) for name, times in per_round.items()}   # the minima, printed below
+total_ns = statistics.median(total for total, _ in rounds_apart)
+pieces = {name: statistics.median(parts[name] for _, parts in rounds_apart)
+          for name in rounds_apart[0][1]}
 python_ns = pieces["Python: the call itself"]
 binding_ns = pieces["the binding: parsing, checks"]
 gil_ns = pieces["releasing and retaking the GIL"]
@@ -240,11 +255,11 @@ bookkeeping_ns = autograd_ns + alloc_ns + wrap_ns + free_ns
 python_side_ns = python_ns + binding_ns
 cpp_ns = total_ns - python_ns - binding_ns - gil_ns
 
-print(f"torch.add(a, b), one-element float32: {total_ns:,.0f} ns per call; its pieces "
-      f"(minimum of {ROUNDS} interleaved rounds of {K} calls each):")
+print(f"torch.add(a, b), one-element float32: {total_ns:,.0f} ns per call; its pieces, each the "
+      f"median over {ROUNDS} rounds of {K} calls of every variant:")
 for name, ns in pieces.items():
     print(f"  {name:40s}{ns:7,.0f} ns  {ns / total_ns:5.0%}")
-print("raw minima, ns per call:")
+print("each variant's minimum, ns per call:")
 for name, ns in t.items():
     print(f"  {name:32s}{ns:8,.0f}")
 print(f"the kernel is {kernel_vs_next:.1f} times the next largest piece")
