@@ -5,8 +5,9 @@ underscore module documented for extending PyTorch) to see the operators constru
 each nn.Linear allocates its weight and bias empty (torch/nn/modules/linear.py, __init__) and
 reset_parameters fills them in place with uniform_ (through init.kaiming_uniform_ and
 init.uniform_, torch/nn/init.py). nn.Module.__setattr__ (torch/nn/modules/module.py) files every
-Parameter assigned to a module under its _parameters and every sub-module under _modules, which
-is all model.parameters() walks. Then .to("cpu") on a model already there, and the optimizer:
+Parameter assigned to a module under its _parameters and every sub-module under _modules
+(nn.Sequential files its children with add_module, into the same _modules); those
+dictionaries are all model.parameters() walks. Then .to("cpu") on a model already there, and the optimizer:
 torch.optim.Adam keeps references to the very Parameter objects and makes its state lazily, on
 the first step (Adam._init_group in torch/optim/adam.py). The bytes of every tensor the program
 holds during a step are counted from their storages; the activations backward needs are

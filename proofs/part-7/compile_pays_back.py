@@ -16,7 +16,9 @@ Python processes started by this script, so that each one pays what a new progra
 Both use TORCHINDUCTOR_COMPILE_THREADS=1 (kernels compiled one after another in the process)
 and one intra-op thread, so everything runs on one core. The first 30 steps are timed one by
 one (wall time, time.perf_counter: a compile waits for the C++ compiler, a separate process);
-the cold process also runs the loop uncompiled for 30 steps. For the steady speed, rounds
+the cold process also runs the loop uncompiled for 30 steps. The CPU time of the processes'
+children during those steps (getrusage RUSAGE_CHILDREN) is the C++ compiler's, and the
+shared libraries that appear in the cache folder meanwhile are what it wrote. For the steady speed, rounds
 interleave eager, eager with Adam(fused=True) and compiled (50 steps each; 8 for the wide
 model), timed by the CPU time of the calling thread (time.thread_time_ns: on one thread it
 holds all the work), taking each one's lowest round of 9; for the wide model, 8 more steps of
@@ -112,7 +114,14 @@ cpu_vec_isa.valid_vec_isa_list(); cpu_vec_isa.pick_vec_isa()
 out["probe_s"] = time.perf_counter() - t0
 m_c, o_c = program()
 compiled = torch.compile(lambda a, b: loss_fn(m_c(a), b))
+def libraries():
+    return sum(name.endswith(".so") for _, _, names in os.walk(sys.argv[2]) for name in names)
+libraries_before = libraries()
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
 out["compiled_first"] = loop(compiled, o_c, first_steps, time.perf_counter)
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+out["new_libraries"] = libraries() - libraries_before
+out["compiler_cpu_s"] = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
 if mode == "cold":
     m_f, o_f = program(fused=True)
     out["steady_us"] = steady({"eager": (eager, o_e), "eager, fused Adam": (lambda a, b: loss_fn(m_f(a), b), o_f),
@@ -174,6 +183,11 @@ compiled_speedup = eager_us / compiled_us
 saving_us = eager_us - compiled_us
 fused_saving_us = eager_us - fused_us
 cold_vs_warm = cold_total_s / warm_total_s
+cold_compiler_cpu_s = cold["compiler_cpu_s"]   # CPU time of child processes (the C++ compiler)
+warm_compiler_cpu_s = warm["compiler_cpu_s"]
+cold_new_libraries = cold["new_libraries"]   # shared libraries the C++ compiler wrote in the first steps
+warm_new_libraries = warm["new_libraries"]
+warm_compiled_nothing = warm_new_libraries == 0 and cold_new_libraries > 0
 first_vs_steady = cold_first_s / (compiled_us / 1e6)
 later_compiled_ms = sorted(cold_first[5:])[len(cold_first[5:]) // 2] * 1e3
 pays = saving_us > 0
@@ -201,6 +215,8 @@ wide_payback_text = (f"after about {wide_break_even_steps:,.0f} steps" if wide_p
 
 print(f"cold (empty cache folder): compiler probe {probe_cold_s:.1f} s, first step {cold_first_s:.1f} s")
 print(f"warm (same folder, new process): probe {probe_warm_s:.2f} s, first step {warm_first_s:.2f} s")
+print(f"CPU time of child processes (the C++ compiler) during the first steps: cold {cold_compiler_cpu_s:.1f} s, "
+      f"warm {warm_compiler_cpu_s:.2f} s; shared libraries it wrote: cold {cold_new_libraries}, warm {warm_new_libraries}")
 print(f"eager: first step {eager_first_ms:.1f} ms; compiled steps 6 to {FIRST_STEPS}: median {later_compiled_ms:.2f} ms")
 print(f"steady, thread CPU time per step, best of {STEADY_ROUNDS} rounds of {STEADY_STEPS}:")
 for k, v in steady.items():

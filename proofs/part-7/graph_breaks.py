@@ -137,21 +137,24 @@ for name, (sizes, reasons, seconds) in results.items():
     print(f"{name:<34}{len(sizes):>7}{sum(reasons.values()):>7}  {sizes}; {why}")
 print(f"\nfullgraph=True with the print(): raised {fullgraph_error}: {fullgraph_message}")
 
-fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 for row, (name, (sizes, reasons, _)) in enumerate(results.items()):
+    ax.text(0, row - 0.32, name, fontsize=8, va="bottom")
     left = 0.0
-    for i, size in enumerate(sizes):
-        width = 1.0 + size / 8
-        ax.barh(row, width, left=left, color="C1", alpha=0.6, edgecolor="C1")
+    for size in sizes:
+        width = 1.5 + size / 5
+        ax.barh(row, width, left=left, height=0.4, color="C1", alpha=0.6, edgecolor="C1")
         ax.text(left + width / 2, row, f"{size}", ha="center", va="center", fontsize=8)
-        left += width + 0.4
+        left += width + 0.6
     labels = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in reasons.items())
-    ax.text(left + 0.2, row, f"{sum(reasons.values())} break(s): {labels}" if reasons else "no break",
-            va="center", fontsize=8)
-ax.set_yticks(range(len(results)), list(results), fontsize=8)
-ax.invert_yaxis()
-ax.set_xlim(0, 26)
+    ax.text(left + 0.4, row, f"{sum(reasons.values())} break(s): {labels}" if reasons else "no break",
+            va="center", fontsize=7.5, color="C3" if reasons else None)
+ax.set_xlim(0, 75)
+ax.set_ylim(len(results) - 0.5, -0.8)
 ax.set_xticks([])
-ax.set_xlabel("each box: one FX graph, with the number of calls in it (width grows with it)")
-ax.set_title("Graphs and graph breaks in Figure 1's step under torch.compile")
+ax.set_yticks([])
+for side in ax.spines.values():
+    side.set_visible(False)
+ax.set_xlabel("each box: one FX graph, with the number of calls in it (its width grows with them)", fontsize=8)
+ax.set_title("Graphs and graph breaks in versions of Figure 1's step under torch.compile")
 plt.show()

@@ -1,6 +1,6 @@
 """What each line of Figure 1's training step costs, in time and per operator.
 
-Runs Figure 1's program on one intra-op thread for 40 warm-up steps, then times each line of
+Runs Figure 1's program (its Net, data, loss and Adam) on one intra-op thread for 40 warm-up steps, then times each line of
 the step on 400 more: the CPU time of the calling thread (time.thread_time_ns) around each
 line, which on one thread holds all of the line's work and leaves out the time other programs
 take the core (it still grows when they compete for caches and memory bandwidth). Each line's
@@ -20,7 +20,18 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 x = torch.randn(1024, 8)
 y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
-model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+model = Net()
 loss_fn = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 losses = []
@@ -67,21 +78,17 @@ class Count(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+state = {}
+LINE_CALLS = [lambda: state.__setitem__("pred", model(x)),
+              lambda: state.__setitem__("loss", loss_fn(state["pred"], y)),
+              lambda: state["loss"].backward(),
+              optimizer.step,
+              optimizer.zero_grad,
+              lambda: losses.append(state["loss"].item())]
 ops = {}
-pred = loss = None
-
-
-def line_fn(i):
-    global pred, loss
-    return [lambda: globals().__setitem__("pred", model(x)),
-            lambda: globals().__setitem__("loss", loss_fn(pred, y)),
-            lambda: loss.backward(), optimizer.step, optimizer.zero_grad,
-            lambda: losses.append(loss.item())][i]
-
-
-for i, line in enumerate(LINES):
+for line, call in zip(LINES, LINE_CALLS):
     with Count() as counter:
-        line_fn(i)()
+        call()
     ops[line] = counter.n
 
 forward_us = line_us[LINES[0]] + line_us[LINES[1]]

@@ -5,8 +5,9 @@ fourth step line by line and counts, for each line, what happened on each floor:
 
   floor 2  Python functions that ran inside torch's own .py files (sys.setprofile 'call' events
            whose code lives in the installed torch package);
-  floor 3  calls that entered torch's generated bindings, as a TorchFunctionMode sees them
-           (torch.overrides; operators such as `a / b` count, Python helpers do not);
+  floor 3  calls at torch's API, as a TorchFunctionMode sees them (torch.overrides): the
+           generated bindings (torch functions, Tensor methods and properties, operators such as
+           `a / b`) and the Python functions of torch that check for overrides, such as F.relu;
   floor 4  operators the dispatcher ran down to the Python key, as a TorchDispatchMode sees them
            (torch.utils._python_dispatch, an underscore module documented for extending PyTorch;
            it sees operators after autograd and after composite operators such as linear have
@@ -41,7 +42,18 @@ TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 torch.manual_seed(0)
 x = torch.randn(1024, 8)
 y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
-model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+model = Net()
 loss_fn = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 for _ in range(3):
@@ -129,7 +141,7 @@ if not (torch.ops.aten.t.default.is_view and not torch.ops.aten.mm.default.is_vi
 
 LINES = ["pred = model(x)", "loss = loss_fn(pred, y)", "loss.backward()",
          "optimizer.step()", "optimizer.zero_grad()", "losses.append(loss.item())"]
-FLOORS = {2: "Python in torch", 3: "bindings", 4: "operators", 5: "autograd nodes",
+FLOORS = {2: "Python in torch", 3: "API calls", 4: "operators", 5: "autograd nodes",
           6: "kernels over data", 7: "fresh KiB", 8: "values read"}
 state = {}
 
@@ -224,11 +236,12 @@ print(f"\n{step_ops} operators in one step; optimizer.step() alone ran {optimize
 fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
 grid = [[counts[line][f] for f in FLOORS] for line in LINES]
 shade = [[min(1.0, v / max(1, max(row[j] for row in grid))) for j, v in enumerate(r)] for r in grid]
-ax.imshow(shade, cmap="Oranges", vmin=0, vmax=1.6, aspect="auto")
+ax.imshow(shade, cmap="Oranges", vmin=0, vmax=1.4, aspect="auto", alpha=0.75)  # reads on light and dark pages
 for r, row in enumerate(grid):
     for c, value in enumerate(row):
         ax.text(c, r, f"{value:,}" if value else "·", ha="center", va="center", fontsize=9)
-ax.set_xticks(range(len(FLOORS)), [f"floor {f}\n{name}" for f, name in FLOORS.items()], fontsize=8)
+ax.set_xticks(range(len(FLOORS)), [f"floor {f}\n{name.replace(' ', chr(10), 1) if len(name) > 10 else name}"
+                                   for f, name in FLOORS.items()], fontsize=7.5)
 ax.set_yticks(range(len(LINES)), LINES, fontsize=8, family="monospace")
 ax.tick_params(length=0)
 for side in ax.spines.values():

@@ -86,9 +86,12 @@ for label, width in WIDTHS.items():
     self_time = {n: statistics.median(mine.get(n, 0.0) for mine, _ in per_step) for n in names}
     step_total = statistics.median(total for _, total in per_step)
     calls = defaultdict(int)
+    nested_to = defaultdict(int)  # aten::to called from inside another aten operator, by that operator
     for e in prof.events():
         if e.name.startswith("aten::"):
             calls[e.name] += 1
+        if e.name == "aten::to" and e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"):
+            nested_to[e.cpu_parent.name] += 1
     ranked = sorted(self_time.items(), key=lambda kv: -kv[1])
     aten_share = sum(self_time.values()) / step_total
     plain = with_profiler = float("inf")
@@ -101,7 +104,8 @@ for label, width in WIDTHS.items():
                 plain = min(plain, t)
     results[label] = dict(ranked=ranked, calls=calls, step_total=step_total, aten_share=aten_share,
                           plain_us=plain, profiled_us=with_profiler,
-                          aten_events=sum(calls.values()) // STEPS)
+                          aten_events=sum(calls.values()) // STEPS,
+                          nested_to={k: v // STEPS for k, v in nested_to.items()})
 
 small, large = results["Figure 1, H = 64"], results["H = 4096"]
 small_overhead = small["profiled_us"] / small["plain_us"]
@@ -116,6 +120,8 @@ large_mm_share = sum(t for n, t in large["ranked"] if n in ("aten::mm", "aten::a
 small_mm_share = sum(t for n, t in small["ranked"] if n in ("aten::mm", "aten::addmm")) / small["step_total"]
 aten_events_per_step = small["aten_events"]
 same_events_both_sizes = small["aten_events"] == large["aten_events"]
+to_inside_operators = sum(small["nested_to"].values())
+to_inside_list = ", ".join(f"{k.replace('aten::', '')} ×{v}" for k, v in sorted(small["nested_to"].items()))
 large_top_two_names = " and ".join(large_top_two)
 HIDDEN_LAYER_OPS = {"aten::mm", "aten::addmm", "aten::threshold_backward", "aten::clamp_min"}
 large_top_two_touch_hidden = set(large_top_two) <= HIDDEN_LAYER_OPS
@@ -124,21 +130,23 @@ for label, r in results.items():
     print(f"== {label}: {r['aten_events']} aten operator calls per step (nested ones included)")
     print(f"step, unprofiled {r['plain_us']:,.0f} µs, profiled {r['profiled_us']:,.0f} µs "
           f"({r['profiled_us'] / r['plain_us']:.2f}x); inside aten operators: {r['aten_share']:.0%} of the profiled step")
+    print(f"aten::to called from inside other operators, per step: {r['nested_to']}")
     print(f"{'operator':<28}{'self µs/step':>13}{'share':>8}{'calls/step':>11}")
     for name, t in r["ranked"][:8]:
         print(f"{name:<28}{t:>13,.0f}{t / r['step_total']:>8.1%}{r['calls'][name] // STEPS:>11}")
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
 for ax, (label, r) in zip(axes, results.items()):
-    top = r["ranked"][:7]
-    rest = r["step_total"] - sum(t for _, t in top)
-    names = [n.replace("aten::", "") for n, _ in top] + ["everything else"]
-    shares = [t / r["step_total"] for _, t in top] + [rest / r["step_total"]]
-    ax.barh(range(len(names)), shares, color=["C0"] * len(top) + ["C7"])
+    top = r["ranked"][:6]
+    other_ops = sum(t for _, t in r["ranked"][6:])
+    outside = r["step_total"] - sum(t for _, t in r["ranked"])
+    names = [n.replace("aten::", "") for n, _ in top] + ["the other aten ops", "outside any operator"]
+    shares = [t / r["step_total"] for _, t in top] + [other_ops / r["step_total"], outside / r["step_total"]]
+    ax.barh(range(len(names)), shares, color=["C0"] * len(top) + ["C9", "C7"])
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of the profiled step (self CPU time)")
+    ax.set_xlabel("share of the profiled step")
     ax.set_title(f"{label}: {r['plain_us'] / 1e3:.2f} ms a step", fontsize=10)
 fig.suptitle("torch.profiler on Figure 1's loop: the operators that hold the time")
 plt.show()

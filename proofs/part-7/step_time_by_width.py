@@ -10,8 +10,8 @@ descending order (a short batch of steps after two untimed ones), so a burst of 
 spoils a round, not a width; each number is the median step of a batch, in the round where that
 median was lowest (other programs only add time).
 
-The step at H = 1, where every tensor holds 1024 numbers or fewer, is the price of the
-machinery: Python, bindings, dispatch, autograd, allocation. Above it, the extra time is
+The step at H = 1, where the hidden layer holds 1024 numbers (the batch, 8192), is the price
+of the machinery: Python, bindings, dispatch, autograd, allocation. Above it, the extra time is
 kernels doing arithmetic and moving bytes. The crossover is the width at which the step costs
 twice the machinery: there, half of it is kernel work. It is interpolated on a log scale
 between the two measured widths around it.
@@ -106,7 +106,7 @@ found_crossover = crossover_width is not None
 crossover_width = crossover_width or float("nan")
 figure_1_us = step_us[FIGURE_1_WIDTH]
 figure_1_machinery_share = machinery_us / figure_1_us
-small_growth = step_us[16] / step_us[1]              # 16 times the width, same operators
+small_growth = step_us[4] / step_us[1]               # 4 times the width, same operators
 large_growth = step_us[4096] / step_us[1024]         # 4 times the width, 4 times the work
 largest_us = step_us[4096]
 largest_machinery_share = machinery_us / largest_us
