@@ -402,6 +402,97 @@ def test_phone_no_sideways_scroll_and_wide_output_scrolls_in_its_box(open_tab, s
     tab.assert_clean()
 
 
+FIGURE_FIT = """link => {
+  const column = link.closest('.md-content__inner').getBoundingClientRect();
+  const image = [...link.querySelectorAll('img')].find(i => i.offsetWidth > 0);
+  const box = image.getBoundingClientRect();
+  return {left: box.left, right: box.right, width: box.width, height: box.height,
+          columnLeft: column.left, columnRight: column.right, src: image.getAttribute('src'),
+          file: link.getAttribute('href'), light: link.querySelector('img[src$="#only-light"]').getAttribute('src'),
+          ratio: image.getAttribute('width') / image.getAttribute('height')};
+}"""
+
+OPENED = """() => {
+  const dialog = document.querySelector('dialog.proof-figure-dialog');
+  if (!dialog || !dialog.open) return null;
+  const image = [...dialog.querySelectorAll('img')].find(i => i.offsetWidth > 0);
+  return {src: image.getAttribute('src'), width: image.getBoundingClientRect().width,
+          own: Number(image.getAttribute('width')), loaded: image.complete && image.naturalWidth > 0,
+          background: getComputedStyle(dialog).backgroundColor,
+          page: getComputedStyle(document.body).backgroundColor, label: dialog.getAttribute('aria-label'),
+          focus: document.activeElement.className};
+}"""
+
+CLOSE_WAYS = ("Escape", "the close button", "a click")
+
+
+@pytest.mark.parametrize("system", ["light", "dark"])
+def test_on_a_phone_every_figure_fits_the_column_and_opens_full_size(open_tab, served, system):
+    problems, opened = [], 0
+    for path in PART_PATHS:
+        tab = open_tab(**PHONE, color_scheme=system)  # a tab per page: no load is cut short by the next
+        page = tab.open(path)
+        links = page.locator(".proof-card__figure a.proof-card__zoom")
+        for index in range(links.count()):
+            link = links.nth(index)
+            center(link)
+            fit = link.evaluate(FIGURE_FIT)
+            name = f"{path} figure {index + 1}"
+            if fit["left"] < fit["columnLeft"] - 0.5 or fit["right"] > fit["columnRight"] + 0.5:
+                problems.append(f"{name}: {fit['width']:.0f} px wide, past the column ({fit})")
+            if abs(fit["width"] / fit["height"] - fit["ratio"]) > 0.02:
+                problems.append(f"{name}: drawn at another aspect ratio ({fit})")
+            if fit["light"] != fit["file"] + "#only-light" or not fit["src"].endswith(f"#only-{system}"):
+                problems.append(f"{name}: shows {fit['src']}, links to {fit['file']}")  # without JS: the light file
+            way = CLOSE_WAYS[opened % len(CLOSE_WAYS)]
+            if opened % 2:  # the keyboard: Enter or Space on the focused figure
+                link.focus()
+                page.keyboard.press("Enter" if opened % 4 == 1 else " ")
+            else:
+                link.tap()
+            page.wait_for_function(f"({OPENED})() !== null && ({OPENED})().loaded")
+            shown = page.evaluate(OPENED)
+            if opened == 0:
+                screenshot(page, f"phone-{system}-figure-open.png")
+            if shown["width"] < shown["own"] or not shown["src"].endswith(f"#only-{system}"):
+                problems.append(f"{name}: opened at {shown['width']:.0f} px of its {shown['own']} ({shown['src']})")
+            if shown["background"] != shown["page"] or shown["label"] != link.locator("img").first.get_attribute("alt"):
+                problems.append(f"{name}: opened on {shown['background']}, not the page's {shown['page']} ({shown})")
+            if way == "Escape":
+                page.keyboard.press("Escape")
+            elif way == "the close button":
+                page.locator("dialog.proof-figure-dialog button").tap()
+            else:
+                page.locator("dialog.proof-figure-dialog img:visible").tap()
+            page.wait_for_function(f"({OPENED})() === null")
+            if not link.evaluate("link => document.activeElement === link"):
+                problems.append(f"{name}: closed with {way}, focus did not come back to the figure")
+            opened += 1
+        facts = page.evaluate(OVERFLOW)
+        if facts["scrollWidth"] > facts["innerWidth"]:
+            problems.append(f"{path}: scrolls sideways ({facts})")
+        tab.assert_clean()
+    assert opened >= 8 + 6 * (len(PART_PATHS) - 1)
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_figure_opens_on_a_page_reached_by_instant_navigation(open_tab, served):
+    tab = open_tab(**PHONE)
+    page = tab.open("")
+    page.evaluate("window.__stillTheSameDocument = true")
+    page.locator("article").get_by_role("link", name="Read Part 0").tap()
+    page.wait_for_url(served.base + "part-0/")
+    link = page.locator(".proof-card__figure a.proof-card__zoom").first
+    center(link)
+    link.tap()
+    page.wait_for_function(f"({OPENED})() !== null && ({OPENED})().loaded")
+    assert page.evaluate("window.__stillTheSameDocument === true")
+    page.keyboard.press("Escape")
+    page.wait_for_function(f"({OPENED})() === null")
+    assert page.locator("dialog.proof-figure-dialog").count() == 1
+    tab.assert_clean()
+
+
 # --- accessibility -------------------------------------------------------------------------------
 
 

@@ -200,6 +200,7 @@ def test_card_shows_everything_and_escapes_output():
     assert ('<img class="proof-card__image" src="f-light.svg#only-light" alt="A &lt;title&gt;" width="614" '
             'height="461" loading="lazy" decoding="async">') in html
     assert 'src="f-dark.svg#only-dark"' in html
+    assert '<a class="proof-card__zoom" href="f-light.svg" aria-label="A &lt;title&gt; (opens full size)">' in html
     assert '<p class="proof-card__stamp">Some CPU, 2 cores</p>' in html
 
 
