@@ -171,13 +171,13 @@ print(relu_kernel.rstrip())
 fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 groups = [("eager: operators\n(forward, loss, backward)", [("views", eager_ops - eager_computing, "C7"),
                                                            ("computing", eager_computing, "C0")]),
-          ("compiled: calls", [("library (BLAS)", n_extern_calls, "C2"),
-                               ("C++ kernels Inductor wrote", n_cpp_kernels, "C1")])]
+          ("compiled: calls", [("library\n(BLAS)", n_extern_calls, "C2"),
+                               ("Inductor's\nC++", n_cpp_kernels, "C1")])]
 for row, (label, parts) in enumerate(groups):
     left = 0
     for name, n, color in parts:
         ax.barh(row, n, left=left, color=color, alpha=0.8)
-        ax.text(left + n / 2, row, f"{n}\n{name}", ha="center", va="center", fontsize=8)
+        ax.text(left + n / 2, row, f"{n}\n{name}", ha="center", va="center", fontsize=7.5)
         left += n
 ax.set_yticks(range(2), [g[0] for g in groups], fontsize=8)
 ax.invert_yaxis()
