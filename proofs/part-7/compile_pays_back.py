@@ -21,7 +21,10 @@ children during those steps (getrusage RUSAGE_CHILDREN) is the C++ compiler's, a
 shared libraries that appear in the cache folder meanwhile are what it wrote. For the steady speed, rounds
 interleave eager, eager with Adam(fused=True) and compiled (50 steps each; 8 for the wide
 model), timed by the CPU time of the calling thread (time.thread_time_ns: on one thread it
-holds all the work), taking each one's lowest round of 9; for the wide model, 8 more steps of
+holds all the work), with Python's garbage collector paused during each batch after a
+collection (as timeit does: compiling leaves the process with hundreds of thousands of Python
+objects, and a collection pass over them landing in a batch would be timed as its steps),
+taking each one's lowest round of 9; for the wide model, 8 more steps of
 each count the page faults the process took (getrusage's ru_minflt: fresh memory from the
 operating system, Part 1). One more step of each is run under
 sys.setprofile (Python functions that ran inside torch's .py files) and under torch.profiler
@@ -42,7 +45,7 @@ FIRST_STEPS = 30
 STEADY_ROUNDS, STEADY_STEPS = 9, 50  # the wide model: 8 steps a round
 
 CHILD = r'''
-import json, os, resource, sys, time
+import gc, json, os, resource, sys, time
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = sys.argv[2]
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 import torch
@@ -98,12 +101,19 @@ def dispatcher_calls(fn):
     return sum(e.name.startswith("aten::") for e in prof.events())
 def steady(runs, steps):
     best = {k: float("inf") for k in runs}
+    rounds_us = {k: [] for k in runs}
     for r in range(rounds):
         names = list(runs)[r % len(runs):] + list(runs)[:r % len(runs)]
         for k in names:
-            t = loop(*runs[k], steps, time.thread_time_ns)
+            gc.collect()
+            gc.disable()  # as timeit does: a collection pass over the compiler's objects is not a step
+            try:
+                t = loop(*runs[k], steps, time.thread_time_ns)
+            finally:
+                gc.enable()
             best[k] = min(best[k], sum(t) / steps / 1e3)
-    return best
+            rounds_us[k].append(sum(t) / steps / 1e3)
+    return best, rounds_us
 out = {}
 m_e, o_e = program()
 eager = lambda a, b: loss_fn(m_e(a), b)
@@ -121,11 +131,13 @@ children = resource.getrusage(resource.RUSAGE_CHILDREN)
 out["compiled_first"] = loop(compiled, o_c, first_steps, time.perf_counter)
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
 out["new_libraries"] = libraries() - libraries_before
+out["python_objects"] = len(gc.get_objects())
 out["compiler_cpu_s"] = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
 if mode == "cold":
     m_f, o_f = program(fused=True)
-    out["steady_us"] = steady({"eager": (eager, o_e), "eager, fused Adam": (lambda a, b: loss_fn(m_f(a), b), o_f),
-                               "compiled": (compiled, o_c)}, 50)
+    out["steady_us"], out["rounds_us"] = steady(
+        {"eager": (eager, o_e), "eager, fused Adam": (lambda a, b: loss_fn(m_f(a), b), o_f),
+         "compiled": (compiled, o_c)}, 50)
     out["python_calls"] = {"eager": python_calls(lambda: step(eager, o_e)),
                            "compiled": python_calls(lambda: step(compiled, o_c))}
     out["dispatcher_calls"] = {"eager": dispatcher_calls(lambda: step(eager, o_e)),
@@ -139,7 +151,7 @@ else:  # warm: the same cache, and a model wide enough for its kernels to matter
     step(compiled_wide, o_wc)
     out["wide_compile_s"] = time.perf_counter() - t0
     wide_runs = {"eager": (lambda a, b: loss_fn(m_w(a), b), o_w), "compiled": (compiled_wide, o_wc)}
-    out["wide_steady_us"] = steady(wide_runs, 8)
+    out["wide_steady_us"], _ = steady(wide_runs, 8)
     out["wide_faults_per_step"] = {}
     for k, (fn, opt) in wide_runs.items():
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -180,11 +192,17 @@ eager_us = steady["eager"]
 compiled_us = steady["compiled"]
 fused_us = steady["eager, fused Adam"]
 compiled_speedup = eager_us / compiled_us
+round_speedups = [e / c for e, c in zip(cold["rounds_us"]["eager"], cold["rounds_us"]["compiled"])]
+speedup_low, speedup_high = min(round_speedups), max(round_speedups)
+best_round_saving_us = max(e - c for e, c in zip(cold["rounds_us"]["eager"], cold["rounds_us"]["compiled"]))
+best_break_even_steps = ((cold_total_s - eager_first[0]) / (best_round_saving_us / 1e6)
+                         if best_round_saving_us > 0 else float("inf"))
 saving_us = eager_us - compiled_us
 fused_saving_us = eager_us - fused_us
 cold_vs_warm = cold_total_s / warm_total_s
 cold_compiler_cpu_s = cold["compiler_cpu_s"]   # CPU time of child processes (the C++ compiler)
 warm_compiler_cpu_s = warm["compiler_cpu_s"]
+python_objects_after_compile = cold["python_objects"]
 cold_new_libraries = cold["new_libraries"]   # shared libraries the C++ compiler wrote in the first steps
 warm_new_libraries = warm["new_libraries"]
 warm_compiled_nothing = warm_new_libraries == 0 and cold_new_libraries > 0
@@ -217,12 +235,16 @@ print(f"cold (empty cache folder): compiler probe {probe_cold_s:.1f} s, first st
 print(f"warm (same folder, new process): probe {probe_warm_s:.2f} s, first step {warm_first_s:.2f} s")
 print(f"CPU time of child processes (the C++ compiler) during the first steps: cold {cold_compiler_cpu_s:.1f} s, "
       f"warm {warm_compiler_cpu_s:.2f} s; shared libraries it wrote: cold {cold_new_libraries}, warm {warm_new_libraries}")
+print(f"Python objects in the cold process after compiling: {python_objects_after_compile:,}")
 print(f"eager: first step {eager_first_ms:.1f} ms; compiled steps 6 to {FIRST_STEPS}: median {later_compiled_ms:.2f} ms")
 print(f"steady, thread CPU time per step, best of {STEADY_ROUNDS} rounds of {STEADY_STEPS}:")
 for k, v in steady.items():
     print(f"  {k:<20}{v:>8.0f} µs")
 print(f"compiled / eager speedup {compiled_speedup:.2f}x: {saving_us:.0f} µs saved per step "
       f"(fused Adam alone saves {fused_saving_us:.0f} µs)")
+print(f"round by round the speedup ranged from {speedup_low:.2f}x to {speedup_high:.2f}x; the round that saved most "
+      f"saved {best_round_saving_us:.0f} µs, which pays back the cold compile after "
+      f"{min(best_break_even_steps, 1e12):,.0f} steps")
 print(f"one whole step: Python functions run inside torch {python_calls_eager} eager, "
       f"{python_calls_compiled} compiled; dispatcher calls (profiler) {dispatcher_calls_eager} eager, "
       f"{dispatcher_calls_compiled} compiled; same loss: {same_loss}")
