@@ -9,7 +9,10 @@ reading the name back, and stops if the name does not match). It then finds, in
 virtual address through its PT_LOAD program headers, and looks it up in the file's symbol
 table (.symtab, or .dynsym where there is no .symtab), read with struct and numpy. The
 mangled name is shortened to its namespaces and name by a few lines of code that follow the
-Itanium C++ ABI's nested-name rule. Linux (ELF, /proc) and CPython only.
+Itanium C++ ABI's nested-name rule. Last, it calls Tensor.__add__ and torch.add with a
+string as the other operand: the wrapper turns the binding's TypeError into NotImplemented,
+the value that makes Python try the other operand's __radd__. Linux (ELF, /proc) and CPython
+only.
 """
 import ctypes
 import mmap
@@ -137,6 +140,15 @@ add_and_method_differ = rows["torch.add"][3] == rows["torch.Tensor.add"][3] and 
     c_function(torch.add)[0] != c_function(torch.Tensor.add)[0])
 plus_wraps_add = "TypeError_to_NotImplemented_" in rows["torch.Tensor.__add__ (a + b)"][3] and (
     "THPVariable_add" in rows["torch.Tensor.__add__ (a + b)"][3])
+probe = torch.ones(1)
+plus_gives_notimplemented = torch.Tensor.__add__(probe, "x") is NotImplemented
+try:
+    torch.add(probe, "x")
+    add_raises_typeerror = False
+except TypeError:
+    add_raises_typeerror = True
+plus_turns_typeerror_into_notimplemented = plus_wraps_add and plus_gives_notimplemented and add_raises_typeerror
+pybind_flags = rows["torch._C._dispatch_keys"][2]
 linear_function = rows["torch._C._nn.linear (F.linear)"][0]
 dispatch_keys_function = rows["torch._C._dispatch_keys"][0]
 all_in_torch_python = all(r[1] == "libtorch_python.so" for r in rows.values())
@@ -148,3 +160,5 @@ print(f"torch._C's entry point PyInit__C is in {os.path.basename(torch._C.__file
 print(f"torch.add and torch.Tensor.add: two functions with one name, at two addresses: "
       f"{add_and_method_differ}")
 print(f"a + b calls the method through TypeError_to_NotImplemented_<THPVariable_add>: {plus_wraps_add}")
+print(f"torch.add(t, 'x') raises TypeError: {add_raises_typeerror}; "
+      f"torch.Tensor.__add__(t, 'x') returns NotImplemented: {plus_gives_notimplemented}")

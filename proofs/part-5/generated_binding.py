@@ -9,8 +9,10 @@ torchgen.dest.RegisterDispatchKey, the CPU kernel's wrapper and its registration
 checks the compiled libraries against that text: each parser signature string the generator
 wrote must be in libtorch_python's bytes, and the wrapper the registration names must be a
 function in libtorch_cpu's symbol table (.symtab, read with struct and numpy). Last, it counts
-in the generated text for every operator of the torch namespace and every Tensor method how
-many dispatch functions (the lambdas that call into ATen) release the GIL. These are private
+in the generated text for every operator of the torch namespace and every Tensor method the
+dispatch functions (the lambdas that call into ATen) and how many of them release the GIL as
+their first statement, before the call. That is the generator's text; what a release does is
+seen from another thread in gil_observed.py. These are private
 build tools, and the dispatcher's table is read with the private
 torch._C._dispatch_dump_table: if their names change, the script fails with their error.
 """
@@ -62,7 +64,10 @@ add_entries = [f for f in parsed.native_functions if f.func.name.name.base == "a
 
 # 1. The YAML entries for add.
 n_yaml_functions = len(parsed.native_functions)
-print(f"native_functions.yaml: {n_yaml_functions:,} entries; the ones named add:")
+with open(os.path.join(PACKAGED, "ATen", "native", "native_functions.yaml")) as f:
+    n_yaml_entries = sum(line.startswith("- func:") for line in f)
+print(f"native_functions.yaml: {n_yaml_entries:,} entries (- func:), parsed by torchgen into "
+      f"{n_yaml_functions:,} native functions (autogen: lines add the rest); the ones named add:")
 for f in add_entries:
     dispatch = sorted({str(k) for k in parsed.backend_indices if parsed.backend_indices[k].has_kernel(f)})
     how = f"structured_delegate: {f.structured_delegate}" if f.structured_delegate else (
@@ -132,7 +137,13 @@ print(f"the dispatcher says CPU's kernel came from {cpu_registered_from}, "
 texts = [gpf.method_impl(n, "torch", o, method=False) for n, o in functions.items()]
 texts += [gpf.method_impl(n, None, o, method=True) for n, o in methods.items()]
 n_bindings = len(texts)
+LAMBDA = re.compile(r"auto dispatch_\w+ = \[\]\(.*?\) -> [^{]*\{\n(.*?)\n\s*\};", re.DOTALL)
 n_dispatch_lambdas = sum(len(re.findall(r"auto dispatch_\w+ = \[\]", t)) for t in texts)
+bodies = [m.group(1).strip() for t in texts for m in LAMBDA.finditer(t)]
+n_lambdas_read = len(bodies)
+n_releasing_first = sum(b.startswith("pybind11::gil_scoped_release no_gil;") for b in bodies)
 n_gil_releases = sum(t.count("pybind11::gil_scoped_release no_gil;") for t in texts)
+every_lambda_releases_first = n_lambdas_read == n_dispatch_lambdas == n_releasing_first
 print(f"\n{n_bindings:,} generated bindings (torch.* functions and Tensor methods) hold "
-      f"{n_dispatch_lambdas:,} dispatch lambdas and {n_gil_releases:,} GIL releases")
+      f"{n_dispatch_lambdas:,} dispatch lambdas; in {n_releasing_first:,} of them the first statement "
+      f"releases the GIL, before the call into ATen")

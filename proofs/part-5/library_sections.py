@@ -3,14 +3,20 @@
 Reads the ELF files of the installed package with Python (struct and numpy, no readelf):
 every section's name, size and flags; the program headers' PT_LOAD segments, the parts of
 the file the loader maps into memory; and the .init_array section, the list of functions
-the loader runs when it maps the library (C++ constructors of global objects, among them
-the TORCH_LIBRARY blocks that register operators and kernels). Its entries are filled in by
-relocations, so the script reads .rela.dyn to find the address each entry will hold, and
-looks the address up in the symbol table (.symtab) to name the function. The figure draws
-libtorch_cpu and libtorch_python to scale, section by section. Linux (ELF) only.
+the loader runs when it maps the library. Its entries are filled in by relocations, so the
+script reads .rela.dyn to find the address each entry will hold, and looks the address up in
+the symbol table (.symtab) to name the function. GCC names the function that constructs a
+source file's global objects _GLOBAL__sub_I_ followed by the file's name (among those
+objects are the TORCH_LIBRARY blocks that register operators and kernels); the script counts
+those, names the others, and picks out the files the code generator writes: torchgen/gen.py
+names them Register<dispatch key>_<shard>.cpp (and RegisterFunctionalization_<shard>.cpp),
+RegisterSchema.cpp and RegisterBackendSelect.cpp; a hand-written file whose name also starts
+with Register is listed apart. The figure draws libtorch_cpu and libtorch_python to scale,
+section by section. Linux (ELF) only.
 """
 import collections
 import os
+import re
 import struct
 
 import matplotlib.pyplot as plt
@@ -108,9 +114,15 @@ cpu_unloaded_mib = cpu_unloaded_bytes / 2**20
 cpu_strtab_mib = cpu_strtab_bytes / 2**20
 n_static_initializers = n_init
 n_named_initializers = sum(n != "?" for n in init_names)
-register_files = sorted({n[len("_GLOBAL__sub_I_"):] for n in init_names
-                         if n.startswith("_GLOBAL__sub_I_Register")})
+GENERATED = re.compile(r"Register\w+_\d+\.cpp|Register(Schema|BackendSelect)\.cpp")  # torchgen/gen.py's names
+constructor_files = [n[len("_GLOBAL__sub_I_"):] for n in init_names if n.startswith("_GLOBAL__sub_I_")]
+n_global_constructors = len(constructor_files)
+other_initializers = collections.Counter(n for n in init_names if not n.startswith("_GLOBAL__sub_I_"))
+other_initializers_text = ", ".join(f"{n} ({k})" if k > 1 else n for n, k in other_initializers.items())
+register_files = sorted({f for f in constructor_files if GENERATED.fullmatch(f)})
 n_register_initializers = len(register_files)
+handwritten_register = sorted({f for f in constructor_files if f.startswith("Register")} - set(register_files))
+handwritten_register_text = ", ".join(handwritten_register) or "none"
 python_init = layout["libtorch_python.so"][3][".init_array"][1] // 8
 
 print(f"libtorch_cpu.so: {cpu_file_bytes:,} bytes on disk")
@@ -120,9 +132,12 @@ print(f"  never mapped (no SHF_ALLOC flag):         {cpu_unloaded_bytes:,} bytes
       f" .strtab alone {cpu_strtab_mib:.0f} MiB")
 print(f"  .init_array: {n_static_initializers} start-up functions; named through .rela.dyn and .symtab: "
       f"{n_named_initializers}")
-print(f"  {n_register_initializers} of them are the generated Register*.cpp files' registrations, e.g.:")
+print(f"  {n_global_constructors} of them construct a source file's global objects (_GLOBAL__sub_I_<file>);"
+      f" the others: {other_initializers_text}")
+print(f"  {n_register_initializers} of those files are written by the code generator, e.g.:")
 for f in register_files[:6]:
     print(f"    _GLOBAL__sub_I_{f}")
+print(f"  and hand-written, with a name starting Register: {handwritten_register_text}")
 print(f"libtorch_python.so: .init_array holds {python_init} start-up functions")
 
 fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")

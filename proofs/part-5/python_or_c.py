@@ -38,7 +38,7 @@ def ratio(times, top, bottom):
 OPERATORS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
              "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__abs__", "__invert__",
-             "__and__", "__or__", "__xor__", "__lshift__", "__rlshift__", "__rshift__",
+             "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rlshift__", "__rshift__",
              "__rrshift__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
              "__getitem__", "__setitem__", "__len__", "__iter__", "__contains__", "__bool__",
              "__float__", "__int__", "__index__", "__hash__", "__repr__", "__format__"]
@@ -74,6 +74,13 @@ c_ops = [n for n, (kind, _) in where.items() if kind == "C++"]
 n_python_ops = len(python_ops)
 n_c_ops = len(c_ops)
 rsub_in_tensor_py = where["__rsub__"] == ("Python", "_tensor.py")
+REFLECTED = [n for n in OPERATORS if n.startswith("__r") and n[3:-2] in
+             {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+              "lshift", "rshift"}]
+c_reflected = [n for n in REFLECTED if where[n][0] == "C++"]
+python_reflected = [n for n in REFLECTED if where[n][0] == "Python"]
+n_reflected, n_python_reflected = len(REFLECTED), len(python_reflected)
+c_reflected_text = ", ".join(c_reflected)
 
 torch.set_num_threads(1)
 a = torch.rand(1) + 0.5
@@ -104,6 +111,7 @@ rsub_calls_text = ", ".join(calls["1 - a"])
 print(f"torch.Tensor's {len(OPERATORS)} operator methods: {n_c_ops} C++ (from TensorBase), "
       f"{n_python_ops} Python (torch/_tensor.py):")
 print("  Python: " + ", ".join(python_ops))
+print(f"  of the {n_reflected} reflected ones, {n_python_reflected} are Python; C++: {', '.join(c_reflected)}")
 print("one-element float32, thread CPU time, min of 25 rounds of 2,000 calls:")
 for e in EXPRESSIONS:
     shown = ", ".join(calls[e]) if calls[e] else "none"

@@ -1,4 +1,4 @@
-"""Which names each library exports and imports: libtorch_cpu holds ATen, autograd, TorchScript and a statically linked MKL; libtorch_python calls thousands of them.
+"""Which names each library exports and imports: libtorch_cpu holds ATen, autograd, TorchScript and, where the build has MKL, MKL linked in; libtorch_python calls thousands of them.
 
 Reads the dynamic symbol table (.dynsym, the names the dynamic loader can see) of
 libtorch_cpu, libtorch_python and libc10 with Python (struct and numpy over a memory map, no
@@ -7,7 +7,9 @@ nm): a symbol with a section index is defined there (exported), one without is u
 their first namespace, read from the mangled text itself; plain C names by prefix. Then it
 resolves libtorch_python's imports against the other two libraries' exports: the width of the
 boundary, counted in functions. Last, it looks up where a few named pieces of the call path
-live. Linux (ELF) only.
+live. Whether the build has MKL is torch.backends.mkl.is_available(): the x86-64 wheels do,
+the Linux aarch64 ones do not (there MKL's names are simply absent, and the script says so).
+Linux (ELF) only.
 """
 import mmap
 import os
@@ -106,6 +108,10 @@ n_from_cpu_autograd = from_cpu_by_ns["torch::autograd"]
 n_from_cpu_jit = from_cpu_by_ns["torch::jit"]
 n_python_imports_py = sum(n.startswith(("Py", "_Py")) for n in imports)
 
+has_mkl = torch.backends.mkl.is_available()
+mkl_file_shipped = any("mkl" in name.lower() for name in os.listdir(LIB_DIR))
+mkl_linked_in = has_mkl and n_mkl_exports > 0 and not mkl_file_shipped
+
 PIECES = {  # a piece of the call path -> the start of its mangled (or C) name
     "at::_ops::add_Tensor::call (the operator's entry)": "_ZN2at4_ops10add_Tensor4callE",
     "at::cpu::add (the CPU kernel, called directly)": "_ZN2at3cpu3addERKNS_6TensorE",
@@ -113,8 +119,9 @@ PIECES = {  # a piece of the call path -> the start of its mangled (or C) name
     "THPVariable_Wrap (a C++ tensor into a Python one)": "_Z16THPVariable_Wrap",
     "c10::alloc_cpu (the CPU allocator)": "_ZN3c109alloc_cpuE",
     "c10::TensorImpl::TensorImpl (a tensor's C++ object)": "_ZN3c1010TensorImplC",
-    "mkl_blas_sgemm (MKL's float matrix product)": "mkl_blas_sgemm",
 }
+if has_mkl:
+    PIECES["mkl_blas_sgemm (MKL's float matrix product)"] = "mkl_blas_sgemm"
 where = {}
 for piece, prefix in PIECES.items():
     where[piece] = [lib for lib, names in exports.items() if any(n.startswith(prefix) for n in names)]
@@ -129,6 +136,8 @@ print(f"libtorch_python imports {n_python_imports:,} names: {n_from_cpu:,} from 
       f"({n_from_cpu_aten:,} at::, {n_from_cpu_autograd:,} torch::autograd, {n_from_cpu_jit:,} "
       f"torch::jit), {n_from_c10:,} from libc10, {n_from_elsewhere:,} from elsewhere "
       f"({n_python_imports_py:,} of those are Python's own C API, Py*)")
+print(f"this build has MKL (torch.backends.mkl.is_available()): {has_mkl}; linked into libtorch_cpu, "
+      f"no MKL file of its own in torch/lib: {mkl_linked_in}")
 print("where named pieces are defined:")
 for piece, found in where.items():
     print(f"  {piece:54s}{', '.join(found) or 'not found'}")

@@ -7,12 +7,17 @@ allocation), at::cpu::add (the same kernel allocating its result), at::_ops::add
 (the dispatcher's entry: key set, autograd kernel, then the CPU kernel) on ordinary tensors
 and on inference tensors under inference_mode (no autograd kernel), and THPVariable_Wrap (a
 C++ tensor made into a Python one). These are exported C++ functions of libtorch_cpu and
-libtorch_python, found by their mangled names; calling them needs the x86-64 System V
-calling convention (a returned at::Tensor comes back through a hidden first argument) and
-two layouts from the shipped headers: an at::Tensor is one pointer to its TensorImpl, and a
-c10::Scalar (c10/core/Scalar.h) is a tag and a union that holds a c10::complex<double>,
-aligned to 16 bytes (torch/headeronly/util/complex.h): 32 bytes in all. The script stops on
-any other machine, and checks the ctypes result against a + b before it times.
+libtorch_python, found by their mangled names. They take tensors and the Scalar alpha by
+reference (a pointer each), which needs two layouts from the shipped headers: an at::Tensor
+is one pointer to its TensorImpl, and a c10::Scalar (c10/core/Scalar.h) is a tag and a union
+that holds a c10::complex<double>, aligned to 16 bytes (torch/headeronly/util/complex.h): 32
+bytes in all. The functions that return an at::Tensor (at::cpu::add, add_Tensor::call) are
+called with the x86-64 System V convention, where the result comes back through a hidden
+first argument; other machines return it differently (aarch64 through register x8, which
+ctypes cannot set), so there the script measures only what needs no returned tensor: the
+whole call, Python's part, the GIL, the kernel through at::cpu::add_out (which returns a
+reference) and freeing, says which pieces it left out, and sets x86_64 to False. It checks
+each ctypes result against a + b before it times.
 
 Each ctypes call is timed against a ctypes call of the same shape to a C function that does
 nothing with its arguments (the C library's labs, given the same four pointers), so the cost
@@ -20,7 +25,8 @@ of ctypes itself drops out:
 PyDLL functions keep the GIL, CDLL functions release it, so the two no-ops differ by the
 price of releasing and retaking the GIL. Python's own part is a builtin of the same calling
 convention that does nothing with its two arguments ("".format). Freeing is timed as the
-deallocation of 200 Python tensors. The binding's own work (argument parsing, the
+deallocation of 200 Python tensors (results of torch.add) against 200 plain objects. The
+binding's own work (argument parsing, the
 __torch_function__ check, the generated code around them) is what the whole call leaves
 over. Calls run in batches of 200 (results of allocating calls are kept, then wrapped and
 freed outside the timing); every variant runs once per round, 200 rounds (time.perf_counter_ns).
@@ -30,6 +36,7 @@ variant's minimum too. One intra-op thread; garbage collection off while timing.
 """
 import ctypes
 import gc
+import math
 import os
 import platform
 import statistics
@@ -38,9 +45,10 @@ import time
 import matplotlib.pyplot as plt
 import torch
 
-if platform.machine().lower() not in ("x86_64", "amd64") or os.name != "posix":
-    raise SystemExit("this script calls C++ functions with the x86-64 System V convention: "
-                     f"it cannot run on {platform.machine()} / {os.name}")
+if os.name != "posix":
+    raise SystemExit("this script calls the C library and torch's C++ functions by name through ctypes: "
+                     "Linux and macOS only")
+x86_64 = platform.machine().lower() in ("x86_64", "amd64")   # returned at::Tensor: a hidden first argument
 torch.set_num_threads(1)
 LIB_DIR = os.path.join(os.path.dirname(torch.__file__), "lib")
 EXT = ".dylib" if platform.system() == "Darwin" else ".so"
@@ -83,9 +91,13 @@ alpha = Scalar(1, 0, 1, 0)
 ALPHA = ctypes.byref(alpha)
 kept = [None] * K
 
-f["call"](ptrs[0], A, B, ALPHA)
-if not torch.equal(wrap(ptrs[0]), a + b):
-    raise RuntimeError("at::_ops::add_Tensor::call through ctypes did not return a + b")
+f["cpu_add_out"](O, A, B, ALPHA)
+if not torch.equal(out, a + b):
+    raise RuntimeError("at::cpu::add_out through ctypes did not write a + b")
+if x86_64:
+    f["call"](ptrs[0], A, B, ALPHA)
+    if not torch.equal(wrap(ptrs[0]), a + b):
+        raise RuntimeError("at::_ops::add_Tensor::call through ctypes did not return a + b")
 
 
 def release_results():
@@ -152,11 +164,14 @@ def timed_bool():
 
 
 def timed_free():
-    fill_fresh()
-    wrap_loop()
+    for i in range(K):
+        kept[i] = add(a, b)             # fresh results, each a Python tensor over its own TensorImpl
     t0 = time.perf_counter_ns()
     kept[:] = [None] * K                # each Python tensor freed, then its TensorImpl and storage
     return (time.perf_counter_ns() - t0) / K
+
+
+add, fmt = torch.add, "".format
 
 
 def timed_free_objects():
@@ -167,7 +182,6 @@ def timed_free_objects():
     return (time.perf_counter_ns() - t0) / K
 
 
-add, fmt = torch.add, "".format
 
 
 def add_loop():
@@ -192,6 +206,10 @@ VARIANTS = {
     "no-op, keeps the GIL": batch(ctypes_loop(noop, A, B, ALPHA)),
     "no-op, releases the GIL": batch(ctypes_loop(noop_releasing, A, B, ALPHA)),
     "at::cpu::add_out": batch(out_loop),
+    "free 200 tensors": timed_free,
+    "free 200 objects": timed_free_objects,
+}
+RETURNING = {  # the variants that need a returned at::Tensor: x86-64 only
     "at::cpu::add": batch(ctypes_loop(f["cpu_add"], A, B, ALPHA), release_results),
     "at::cpu::add, inference": batch(ctypes_loop(f["cpu_add"], AI, BI, ALPHA, inference=True),
                                      release_results),
@@ -200,9 +218,9 @@ VARIANTS = {
                                          release_results),
     "THPVariable_Wrap": timed_wrap,
     "PyBool_FromLong": timed_bool,
-    "free 200 tensors": timed_free,
-    "free 200 objects": timed_free_objects,
 }
+if x86_64:
+    VARIANTS.update(RETURNING)
 ROUNDS = 200
 per_round = {name: [] for name in VARIANTS}
 gc.disable()
@@ -214,8 +232,14 @@ for rnd in range(ROUNDS + 3):                           # three warm-up rounds
 gc.enable()
 
 
+NAN = float("nan")
+
+
 def taken_apart(t):
-    """The pieces of one torch.add(a, b), from one round's times (or from the minima)."""
+    """The pieces of one torch.add(a, b), from one round's times (or from the minima).
+
+    Pieces that need a variant this machine cannot call are nan, and so is the binding's share."""
+    t = {**{name: NAN for name in RETURNING}, **t}
     total = t["torch.add(a, b)"] - t["loop"]
     parts = {
         "Python: the call itself": t['"".format(a, b)'] - t["loop"],
@@ -239,7 +263,8 @@ rounds_apart = [taken_apart({name: times[r] for name, times in per_round.items()
 t = {name: min(times) for name, times in per_round.items()}   # the minima, printed below
 total_ns = statistics.median(total for total, _ in rounds_apart)
 pieces = {name: statistics.median(parts[name] for _, parts in rounds_apart)
-          for name in rounds_apart[0][1]}
+          if x86_64 or not math.isnan(rounds_apart[0][1][name]) else NAN for name in rounds_apart[0][1]}
+missing = [name for name, ns in pieces.items() if math.isnan(ns)]
 python_ns = pieces["Python: the call itself"]
 binding_ns = pieces["the binding: parsing, checks"]
 gil_ns = pieces["releasing and retaking the GIL"]
@@ -249,8 +274,6 @@ kernel_ns = pieces["kernel: checks, TensorIterator, loop"]
 alloc_ns = pieces["allocating the result"]
 wrap_ns = pieces["wrapping it in a Python object"]
 free_ns = pieces["freeing it"]
-next_largest_ns = max(v for k, v in pieces.items() if not k.startswith("kernel"))
-kernel_vs_next = kernel_ns / next_largest_ns
 bookkeeping_ns = autograd_ns + alloc_ns + wrap_ns + free_ns
 python_side_ns = python_ns + binding_ns
 cpp_ns = total_ns - python_ns - binding_ns - gil_ns
@@ -258,15 +281,22 @@ cpp_ns = total_ns - python_ns - binding_ns - gil_ns
 print(f"torch.add(a, b), one-element float32: {total_ns:,.0f} ns per call; its pieces, each the "
       f"median over {ROUNDS} rounds of {K} calls of every variant:")
 for name, ns in pieces.items():
-    print(f"  {name:40s}{ns:7,.0f} ns  {ns / total_ns:5.0%}")
+    shown = f"{ns:7,.0f} ns  {ns / total_ns:5.0%}" if not math.isnan(ns) else "   (needs x86-64)"
+    print(f"  {name:40s}{shown}")
+if missing:
+    print(f"on {platform.machine()}, a function returning an at::Tensor cannot be called through ctypes "
+          f"(the result's address goes in a register ctypes does not set), so these pieces need x86-64: "
+          f"{'; '.join(missing)}")
 print("each variant's minimum, ns per call:")
 for name, ns in t.items():
     print(f"  {name:32s}{ns:8,.0f}")
-print(f"the kernel is {kernel_vs_next:.1f} times the next largest piece")
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 start = 0.0
 for row, (name, ns) in enumerate(pieces.items()):
+    if math.isnan(ns):
+        ax.text(start + 8, row, "needs x86-64", va="center", fontsize=8)
+        continue
     width = max(ns, 0.0)
     ax.barh(row, width, left=start, color="C0" if row < 3 else "C1" if row < 5 else "C3"
             if row == 5 else "C2")

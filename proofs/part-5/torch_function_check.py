@@ -13,6 +13,12 @@ Python functions the call runs (sys.setprofile) and notes the result's type, the
 them: this thread's CPU time (time.thread_time) for 1,000 calls, in 25 rounds that each time
 all five in a rotated order, after a warm-up. It prints each one's minimum, and compares
 each with plain tensors by the median, over rounds, of the ratio within a round.
+
+Whether the parser looks for an override on a Parameter at all is observed directly: for a
+moment, Parameter's own __torch_function__ (torch/nn/parameter.py sets it to
+torch._C._disabled_torch_function_impl) is replaced by one that records each call and then
+does what the disabled one does. torch.add on a Parameter never calls it; on an instance of
+a subclass of Parameter, which inherits it, it does.
 """
 import statistics
 import sys
@@ -73,6 +79,32 @@ def run_case(stmt, in_mode, number):
     return timer.timeit(number)
 
 
+# Does the parser look up __torch_function__ on an exact Parameter? Record, then restore.
+seen = []
+original = torch.nn.Parameter.__dict__["__torch_function__"]
+
+
+def recording(cls, func, types, args=(), kwargs=None):
+    seen.append(func.__name__)
+    return torch._C._disabled_torch_function_impl(func, types, args, kwargs or {})
+
+
+class ParameterSubclass(torch.nn.Parameter):
+    pass
+
+
+param_sub = ParameterSubclass(torch.rand(1), requires_grad=False)
+torch.nn.Parameter.__torch_function__ = classmethod(recording)
+try:
+    torch.add(param, param)
+    n_param_override_calls = len(seen)
+    seen.clear()
+    torch.add(param_sub, param_sub)
+    n_param_subclass_override_calls = len(seen)
+finally:
+    torch.nn.Parameter.__torch_function__ = original
+param_skips_lookup = n_param_override_calls == 0 and n_param_subclass_override_calls >= 1
+
 calls, result_type = {}, {}
 for label, (stmt, in_mode) in CASES.items():
     fn = eval("lambda: " + stmt, env)
@@ -110,6 +142,8 @@ n_calls_mode = len(calls["plain, in a TorchFunctionMode"])
 subclass_result_type = result_type["subclass"]
 opted_result_type = result_type["subclass, opted out"]
 
+print(f"a recording __torch_function__ on Parameter: called {n_param_override_calls} times by "
+      f"torch.add on a Parameter, {n_param_subclass_override_calls} on a subclass of Parameter")
 print("torch.add(x, x), one element, thread CPU time: minimum over 25 rounds of 1,000 calls,")
 print("and the median ratio to plain tensors within a round:")
 for label in CASES:
