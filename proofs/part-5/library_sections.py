@@ -118,7 +118,8 @@ GENERATED = re.compile(r"Register\w+_\d+\.cpp|Register(Schema|BackendSelect)\.cp
 constructor_files = [n[len("_GLOBAL__sub_I_"):] for n in init_names if n.startswith("_GLOBAL__sub_I_")]
 n_global_constructors = len(constructor_files)
 other_initializers = collections.Counter(n for n in init_names if not n.startswith("_GLOBAL__sub_I_"))
-other_initializers_text = ", ".join(f"{n} ({k})" if k > 1 else n for n, k in other_initializers.items())
+other_initializers_text = ", ".join(n if k == 1 else f"{n} (twice)" if k == 2 else f"{n} ({k} times)"
+                                    for n, k in other_initializers.items())
 register_files = sorted({f for f in constructor_files if GENERATED.fullmatch(f)})
 n_register_initializers = len(register_files)
 handwritten_register = sorted({f for f in constructor_files if f.startswith("Register")} - set(register_files))
