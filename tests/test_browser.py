@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
 
@@ -284,6 +285,11 @@ def test_every_download_link_returns_the_bytes_in_proofs(open_tab, served):
                 .map(a => [a.href, a.getAttribute('download')])"""):
             links.setdefault(href, set()).add(download)
     prefix = served.base + "proofs/"
+    # The other .py links are PyTorch's own sources, at the commit of the torch that built the site
+    source = f"https://github.com/pytorch/pytorch/blob/{torch.version.git_version}/"
+    sources = {href for href in links if not href.startswith(served.base)}
+    assert sources and all(href.startswith(source) for href in sources), sorted(sources)
+    links = {href: downloads for href, downloads in links.items() if href not in sources}
     assert all(href.startswith(prefix) for href in links), sorted(links)
     assert sorted(urllib.parse.unquote(href.removeprefix(prefix)) for href in links) == PROJECT_PROOFS, (
         "every proof is downloadable")

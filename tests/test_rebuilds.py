@@ -22,7 +22,7 @@ def test_second_build_runs_nothing(site):
     second = site.build("--strict")
     assert ran(second) == []
     assert "proofs: 0 ran, 2 from cache, 0 failed" in second.stderr
-    assert "from cache" in site.html()
+    assert "(from the cache)" in site.html()
 
 
 def test_prose_edit_runs_nothing(site):

@@ -2,19 +2,21 @@
 
 First the alignment: 300 tensors of sizes from 1 byte to 1 MiB, each address checked modulo
 64, against the constants in the shipped header c10/core/alignment.h. Then, on Linux, the
-exception for transparent huge pages: two child processes, one with THP_MEM_ALLOC_ENABLE=1
-and one without, allocate blocks of 2 to 16 MiB and report each address modulo the page size
+exception for transparent huge pages: a child process with THP_MEM_ALLOC_ENABLE=1 and this
+one without it (a second child if it was set here) allocate blocks of 2 to 16 MiB and report each address modulo the page size
 and whether the kernel's flags for its mapping (/proc/self/smaps, VmFlags) include "hg", the
 mark madvise(MADV_HUGEPAGE) leaves. Then the cost of not caching: for sizes from 64 KiB to
 128 MiB, `torch.empty(n).fill_(1)` (allocate, write, free) is timed against `buf.fill_(1)`
 into a buffer kept from before, and the process's page faults (getrusage, ru_minflt) are
 counted for each. Whatever a fresh block costs beyond the write is the C library's doing,
 since PyTorch hands every block straight to posix_memalign and free. One thread; the two
-variants alternate, and each keeps the minimum over 7 rounds of the mean CPU time of the
+variants alternate, and each keeps the minimum over 5 rounds of the mean CPU time of the
 calling thread (time.thread_time_ns, so time the machine gave to other programs does not
 count) over a batch of calls; faults are the minimum over rounds of a batch's faults per call.
 """
+import contextlib
 import ctypes
+import io
 import json
 import os
 import random
@@ -38,7 +40,8 @@ with open(os.path.join(INCLUDE, "c10", "core", "impl", "alloc_cpu.h"), encoding=
     alloc_cpu_h = f.read()
 alloc_and_free_declared = "void* alloc_cpu(size_t nbytes)" in alloc_cpu_h and "void free_cpu(void* data)" in alloc_cpu_h
 
-# THP_MEM_ALLOC_ENABLE is read once per process, so each setting gets a process of its own.
+# THP_MEM_ALLOC_ENABLE is read once per process, so each setting gets a process of its own:
+# a child with it, and this process without it (or a second child, if it was set here).
 THP_CHILD = r"""
 import json, os, torch
 def vmflags(address):
@@ -59,10 +62,18 @@ print(json.dumps([[t.data_ptr() % page, "hg" in vmflags(t.data_ptr())] for t in 
 thp_kernel = os.path.exists("/sys/kernel/mm/transparent_hugepage")
 if os.path.exists("/proc/self/smaps"):
     base_env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    in_here = "THP_MEM_ALLOC_ENABLE" not in os.environ  # then this process is the one without it
     children = {setting: subprocess.Popen([sys.executable, "-c", THP_CHILD], stdout=subprocess.PIPE, text=True,
                                           env=dict(base_env, **({"THP_MEM_ALLOC_ENABLE": "1"} if setting else {})))
-                for setting in (True, False)}
-    thp_blocks = {setting: json.loads(child.communicate()[0]) for setting, child in children.items()}
+                for setting in ((True,) if in_here else (True, False))}
+    thp_blocks = {}
+    if in_here:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(THP_CHILD, {})
+        thp_blocks[False] = json.loads(printed.getvalue())
+    thp_blocks.update({setting: json.loads(child.communicate()[0]) for setting, child in children.items()})
+    thp_blocks = {setting: thp_blocks[setting] for setting in (True, False)}
     thp_aligned = all(offset == 0 for offset, _ in thp_blocks[True])
     thp_marked = all(marked for _, marked in thp_blocks[True])
     plain_marked = any(marked for _, marked in thp_blocks[False])
@@ -96,13 +107,13 @@ def batch(fn, calls):
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SIZES_KIB = [64, 256, 1024, 4096, 16384, 32768, 65536, 131072]
-ROUNDS = 7
+ROUNDS = 5
 fresh, reuse, fresh_faults, reuse_faults = {}, {}, {}, {}
 for kib in SIZES_KIB:
     n = kib * 256  # float32 elements
     buf = torch.empty(n)
     buf.fill_(0.0)  # touch it once so its pages exist
-    calls = max(2, min(50, 50_000 // kib))
+    calls = max(2, min(50, 30_000 // kib))
     new = lambda: torch.empty(n).fill_(1.0)  # noqa: E731
     old = lambda: buf.fill_(1.0)  # noqa: E731
     new(), old()  # warm-up
