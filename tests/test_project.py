@@ -177,7 +177,16 @@ def test_every_part_meets_the_series_standard(part, project_site):
         if (REPO / "docs" / f"part-{neighbour}.md").exists():
             assert f"](part-{neighbour}.md" in source, f"it links its neighbour, Part {neighbour}"
     headings = re.findall(r"^## (.+)$", source, re.MULTILINE)
-    assert headings[-1] == "What you can now predict"
+    if number == 7:  # the series' ending follows: for your own program, a rule per floor with its proofs
+        assert headings[-2:] == ["What you can now predict", "Your own program: which floor to look at first"]
+        series_end = source.split("\n## Your own program", 1)[1]
+        floors_ruled = re.findall(r"^(\d)\. \*\*Floor (\d), ", series_end, re.MULTILINE)
+        assert [int(f) for _, f in floors_ruled] == list(range(1, 9)), "one rule per floor, in order"
+        for item in re.split(r"\n(?=\d\. \*\*Floor)", series_end)[1:]:
+            assert "](../proofs/" in item, f"each rule links the proof that backs it: {item[:60]}"
+        source = source.split("\n## Your own program", 1)[0]
+    else:
+        assert headings[-1] == "What you can now predict"
     ending = source.split("\n## What you can now predict\n", 1)[1]
     items = re.findall(r"^- (.+(?:\n  .+)*)", ending, re.MULTILINE)
     assert len(items) >= 3 and all(f"../proofs/{part}/" in item for item in items), "each item links its proof"
