@@ -2,7 +2,13 @@
 
     .venv/bin/python bench/claim_stability.py                          # 3 cold builds per condition
     .venv/bin/python bench/claim_stability.py --runs 5 --conditions quiet busy
+    .venv/bin/python bench/claim_stability.py --conditions quiet:5 busy avx2 default one-core
     .venv/bin/python bench/claim_stability.py --write-readme           # ... and record it in README.md
+    .venv/bin/python bench/claim_stability.py --resume --write-readme  # go on from the builds saved so far
+
+A condition may name its own number of builds (`quiet:5`). Each build's verdicts are saved as it
+ends, in .cache/claim-stability.json, so a stopped run loses nothing: `--resume` keeps the saved
+builds (of the same sources) and builds only what is still missing.
 
 Each build works on a copy of the site's sources (so the project's own cache is untouched), starts
 with no cache (every proof runs) and reads every claim's verdict from the file each build writes,
@@ -47,27 +53,75 @@ CONDITIONS = {  # name: (what it is, extra environment)
 SOURCES = ("mkdocs.yml", "docs", "proofs", "hooks", "scripts", "overrides", "results")
 
 
+SAVED = REPO / ".cache" / "claim-stability.json"
+
+
+def condition_runs(spec: str, runs: int) -> tuple[str, int]:
+    """``quiet`` or ``quiet:5``: a condition and how many builds it gets."""
+    name, _, count = spec.partition(":")
+    if name not in CONDITIONS:
+        raise argparse.ArgumentTypeError(f"unknown condition '{name}': choose from {', '.join(CONDITIONS)}")
+    if count and not (count.isdigit() and int(count) > 0):
+        raise argparse.ArgumentTypeError(f"'{spec}': the number of builds after ':' must be a positive integer")
+    return name, int(count) if count else runs
+
+
+def sources_key() -> str:
+    """What the builds measured: the commit, and whether the working tree differed from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", *SOURCES], cwd=REPO, capture_output=True,
+                           text=True).stdout
+    return head.strip() + (" with changes" if dirty.strip() else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="cold builds per condition (default 3)")
-    parser.add_argument("--conditions", nargs="+", choices=list(CONDITIONS), default=list(CONDITIONS))
+    parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS),
+                        help=f"conditions, each NAME or NAME:BUILDS, from {', '.join(CONDITIONS)}")
+    parser.add_argument("--resume", action="store_true", help="keep the builds saved by a stopped run")
     parser.add_argument("--write-readme", action="store_true", help="record the results in README.md")
     args = parser.parse_args()
+    try:
+        wanted = dict(condition_runs(spec, args.runs) for spec in args.conditions)
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
+    key = sources_key()
+    builds = {name: [] for name in wanted}
+    if args.resume and SAVED.exists():
+        saved = json.loads(SAVED.read_text())
+        if saved["sources"] == key:
+            builds.update({name: done[:wanted[name]] for name, done in saved["builds"].items() if name in wanted})
+        else:
+            print(f"saved builds are of {saved['sources']}, not {key}: starting again", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="claim-stability-") as scratch:
         site = copy_site(Path(scratch) / "site")
-        builds = {name: [] for name in args.conditions}
-        for round_index in range(args.runs):
-            shift = round_index % len(args.conditions)
-            for name in args.conditions[shift:] + args.conditions[:shift]:
+        names = list(wanted)
+        round_index = 0
+        while any(len(builds[name]) < wanted[name] for name in names):
+            shift = round_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                if len(builds[name]) >= wanted[name]:
+                    continue
                 started = time.perf_counter()
                 builds[name].append(build(site, name))
-                print(f"{name} build {round_index + 1}/{args.runs}: {time.perf_counter() - started:.0f} s, "
+                save(key, builds)
+                print(f"{name} build {len(builds[name])}/{wanted[name]}: {time.perf_counter() - started:.0f} s, "
                       f"{builds[name][-1]['warnings']} warnings", file=sys.stderr, flush=True)
+            round_index += 1
     report = render(builds)
     print(report)
     if args.write_readme:
         write_readme("claim-stability", report)
     return 0
+
+
+def save(key: str, builds: dict[str, list[dict]]) -> None:
+    """Every finished build so far, written atomically (a stopped run leaves the last whole file)."""
+    SAVED.parent.mkdir(parents=True, exist_ok=True)
+    partial = SAVED.with_suffix(".json.partial")
+    partial.write_text(json.dumps({"sources": key, "builds": builds}))
+    os.replace(partial, SAVED)
 
 
 def copy_site(root: Path) -> Path:
@@ -117,7 +171,8 @@ def percent(margin: float | None) -> str:
 
 
 def render(builds: dict[str, list[dict]]) -> str:
-    runs = len(next(iter(builds.values())))
+    counts = sorted({len(done) for done in builds.values()})
+    runs = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     keys = sorted({key for runs_ in builds.values() for run in runs_ for key in run["claims"]})
     lines = [
         f"Measured {datetime.date.today().isoformat()} on {machine(PACKAGES)}: {runs} cold builds per condition "

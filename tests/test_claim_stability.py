@@ -1,0 +1,46 @@
+"""bench/claim_stability.py: how conditions are named, and how a claim that did not settle is reported."""
+
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+import claim_stability  # noqa: E402
+
+
+def claim(held, margin, first=None):
+    return {"where": "docs/part-0.md:196", "condition": "speedup > 1.3", "held": held, "margin": margin,
+            **({"first": first} if first else {})}
+
+
+def build(*claims, warnings=0):
+    return {"claims": {c["where"] + " " + c["condition"]: c for c in claims}, "thin": 0.1, "warnings": warnings}
+
+
+def test_a_condition_may_name_its_own_number_of_builds():
+    assert claim_stability.condition_runs("quiet", 3) == ("quiet", 3)
+    assert claim_stability.condition_runs("quiet:5", 3) == ("quiet", 5)
+    with pytest.raises(Exception, match="unknown condition 'loud': choose from quiet, busy, avx2, default, one-core"):
+        claim_stability.condition_runs("loud", 3)
+    with pytest.raises(Exception, match="'quiet:0': the number of builds after ':' must be a positive integer"):
+        claim_stability.condition_runs("quiet:0", 3)
+
+
+def test_every_claim_settled_says_so():
+    report = claim_stability.render({"quiet": [build(claim(True, 0.5))] * 2, "busy": [build(claim(True, 0.4))] * 3})
+    assert "2 to 3 cold builds per condition (1 claims)" in report
+    assert "| quiet: nothing else running | 2 of 2 | 1 of 1 | 0 | 50% (docs/part-0.md:196) |" in report
+    assert report.endswith("Every claim held, by at least the site's thin margin, in every build of every condition.")
+
+
+def test_a_claim_that_failed_or_held_thinly_is_listed_with_each_condition():
+    retried = claim(True, 0.3, first={"held": False, "margin": -0.1})
+    report = claim_stability.render({
+        "quiet": [build(claim(True, 0.5)), build(retried)],
+        "busy": [build(claim(False, -0.2), warnings=1), build(claim(True, 0.05), warnings=1)],
+    })
+    assert "| quiet: nothing else running | 2 of 2 | 1 of 1 | 1 | 30% (docs/part-0.md:196) |" in report
+    assert "| busy: one core kept busy by another program | 0 of 2 | 0 of 1 | 0 | 5% (docs/part-0.md:196) |" in report
+    assert "| docs/part-0.md:196 `speedup > 1.3` | 2/2, 30% | 1/2, -20% |" in report
