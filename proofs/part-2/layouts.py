@@ -1,7 +1,7 @@
 """The same add kernel on the same bytes: layouts TensorIterator can flatten or reorder run alike, strided reads cost several times more.
 
 torch.add(x, y, out=o) on 2048x2048 float32 matrices (16 MiB each), laid out six ways:
-contiguous; the same memory viewed as a 4-D tensor, and all three transposed (in both,
+contiguous; a copy of the same matrices viewed as a 4-D tensor, and all three transposed (in both,
 every operand has the same dense layout, so TensorIterator's fast path, fast_set_up,
 flattens them to one row); all three transposed views of padded matrices (rows of 2050
 floats of which 2048 are used: not dense, so the general path runs, and
@@ -14,7 +14,9 @@ time of the same round, so a slow spell on a shared machine (another program's m
 traffic slows these bandwidth-bound adds too) weighs on both sides of a ratio at once;
 the best batch per layout is printed as well. Before each batch an untimed write of 64 MiB
 empties the cache, so that no layout inherits bytes the previous one left there (the three
-16 MiB matrices do not fit in a 32 MiB cache, but part of them does).
+16 MiB matrices do not fit in a 32 MiB cache, but part of them does), and no two layouts share
+their bytes: when the 4-D view was a view of the contiguous matrices, which it followed in most
+rounds, it ran a quarter faster on a machine whose caches the eviction did not fully clear.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -33,8 +35,7 @@ ap, bp, op = (torch.rand(N, N + 2)[:, :N].t() for _ in range(3))  # rows do not 
 wide_a, wide_b = torch.rand(N, 2 * N), torch.rand(N, 2 * N)
 LAYOUTS = {
     "contiguous": (a, b, o),
-    "4-D view (16,128,16,128)": (a.view(16, 128, 16, 128), b.view(16, 128, 16, 128),
-                                  o.view(16, 128, 16, 128)),
+    "4-D view (16,128,16,128)": tuple(t.clone().view(16, 128, 16, 128) for t in (a, b, o)),
     "all three transposed": (at, bt, ot),
     "all transposed, padded": (ap, bp, op),
     "one input transposed": (at, b, o),

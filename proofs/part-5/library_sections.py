@@ -1,4 +1,4 @@
-"""Inside libtorch_cpu: mostly machine code, a symbol table that is never loaded, and hundreds of start-up functions.
+"""Inside libtorch_cpu: mostly machine code, a full symbol table that is never mapped, and hundreds of start-up functions.
 
 Reads the ELF files of the installed package with Python (struct and numpy, no readelf):
 every section's name, size and flags; the program headers' PT_LOAD segments, the parts of
