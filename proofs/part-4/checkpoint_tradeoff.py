@@ -16,7 +16,10 @@ depth and variant in an order that rotates from run to run, one thread, measured
 thread's CPU time (time.thread_time_ns), so time spent waiting for a core is not counted. The
 table shows the minimum per depth; a ratio is the median of the ratios within each run.
 """
+import contextlib
+import os
 import statistics
+import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -25,6 +28,23 @@ import torch.nn.functional as F
 from torch.autograd.graph import save_on_cpu, saved_tensors_hooks
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.checkpoint import checkpoint
+
+
+@contextlib.contextmanager
+def profiler_lines_hidden():
+    """While the profiler records: its C++ side (Kineto) writes a line with the date and the
+    process id to the standard error at every start and stop, which would differ on every run;
+    those lines go to os.devnull, and the standard error comes back as it was."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -100,7 +120,7 @@ def peak_bytes(cases):
     each step inside a record_function range that says which allocations are its own."""
     for p in (x, *[t for pair in params for t in pair]):  # gradients exist: backward adds
         p.grad = torch.zeros_like(p)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with profiler_lines_hidden(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         for depth, variant in cases:
             with torch.profiler.record_function(f"step {depth} {variant}"):
                 step(depth, variant)

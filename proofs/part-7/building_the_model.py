@@ -61,7 +61,7 @@ n_params = sum(p.numel() for p in params)
 
 before = [p.data_ptr() for p in params]
 same_module = model.to("cpu") is model
-to_cpu_copied_nothing = same_module and [p.data_ptr() for p in model.parameters()] == before
+to_cpu_copied_nothing = [p.data_ptr() for p in model.parameters()] == before  # Module.to returns self anyway
 
 loss_fn = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)

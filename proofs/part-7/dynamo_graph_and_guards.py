@@ -90,6 +90,9 @@ reason_512 = reasons["a batch of 512"]
 reason_float64 = reasons["float64 data"]
 reason_requires_grad = reasons["x requiring grad"]
 reason_strides = reasons["x transposed twice (other strides)"]
+with torch.no_grad():
+    reason_no_grad = guards.check_verbose({"x": x, "y": y}).verbose_code_parts[0]
+reasons["the same data under no_grad"] = reason_no_grad
 reuse_same_shape = verdicts["a new batch of the same shape"]
 rejects_all_others = not any(v for k, v in verdicts.items() if k != "a new batch of the same shape")
 

@@ -176,6 +176,7 @@ for i, line in enumerate(LINES):
         for h in handles:
             h.remove()
         autograd_nodes = len(ran)
+        ran_exactly_the_recorded_nodes = set(ran) == nodes_before and len(ran) == len(set(ran))
     elif i in (0, 1):
         now = graph_nodes(state["pred" if i == 0 else "loss"])
         autograd_nodes = len(now - nodes_before)
@@ -225,6 +226,8 @@ print("Figure 1's step, line by line (the 4th step; counts are exact)")
 print(f"{'line':<30}" + "".join(f"{f'{f} ' + name:>22}" for f, name in FLOORS.items()))
 for line in LINES:
     print(f"{line:<30}" + "".join(f"{counts[line][f]:>22,}" for f in FLOORS))
+print(f"backward ran each node the forward pass and the loss recorded, once, and no other: "
+      f"{ran_exactly_the_recorded_nodes}")
 print()
 for line in LINES:
     ops = ", ".join(f"{n} x{k}" for n, k in op_names[line].items()) or "(none)"

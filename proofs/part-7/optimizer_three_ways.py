@@ -19,9 +19,11 @@ order within each of 7 rounds; each number is the lowest batch mean over the rou
 programs only add time). All three start from the same parameters and gradients, and the
 parameters they reach after the timed steps are compared.
 """
+import contextlib
 import importlib.util
 import os
 import re
+import sys
 import time
 from collections import Counter
 
@@ -29,6 +31,23 @@ import matplotlib.pyplot as plt
 import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+
+@contextlib.contextmanager
+def profiler_lines_hidden():
+    """While the profiler records: its C++ side (Kineto) writes a line with the date and the
+    process id to the standard error at every start and stop, which would differ on every run;
+    those lines go to os.devnull, and the standard error comes back as it was."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
 
 torch.set_num_threads(1)
 KINDS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
@@ -88,7 +107,7 @@ foreach_ops_flat = foreach_kernels[64] == foreach_kernels[4]
 
 # On the CPU a _foreach_ operator is a loop in C++: the profiler sees one operator per tensor under it.
 _, opt = make(4, NUMEL, foreach=True)
-with profile(activities=[ProfilerActivity.CPU]) as prof:
+with profiler_lines_hidden(), profile(activities=[ProfilerActivity.CPU]) as prof:
     opt.step()
 under_foreach = Counter(e.name for e in prof.events()
                         if e.cpu_parent is not None and e.cpu_parent.name == "aten::_foreach_sqrt")

@@ -119,7 +119,7 @@ for w in WIDTHS:
     mark = "  <- Figure 1" if w == FIGURE_1_WIDTH else ""
     print(f"{w:>6}{params[w]:>10,}{f:>10.0f}{b:>10.0f}{o:>11.0f}{step_us[w]:>10.0f}"
           f"{step_us[w] / machinery_us:>7.1f}{mark}")
-print(f"operators per step: {operators} (the same at every width: {same_operators})")
+print(f"operators per step: {operators} (the same at the narrowest and the widest: {same_operators})")
 print(f"machinery (H=1): {machinery_us:.0f} µs; the step costs twice that at H = {crossover_width:.0f}")
 print(f"at Figure 1's width the machinery is {figure_1_machinery_share:.0%} of the step; "
       f"at H=4096, {largest_machinery_share:.1%}")
