@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -67,11 +68,15 @@ def condition_runs(spec: str, runs: int) -> tuple[str, int]:
 
 
 def sources_key() -> str:
-    """What the builds measured: the commit, and whether the working tree differed from it."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    """What the builds measured: the committed site sources (the tree of each, so a commit that
+    changes only tests or the README keeps the saved builds), and whether the working tree
+    differed from them."""
+    trees = subprocess.run(["git", "ls-tree", "HEAD", "--", *SOURCES], cwd=REPO, capture_output=True,
+                           text=True).stdout
     dirty = subprocess.run(["git", "status", "--porcelain", "--", *SOURCES], cwd=REPO, capture_output=True,
                            text=True).stdout
-    return head.strip() + (" with changes" if dirty.strip() else "")
+    digest = hashlib.sha256(trees.encode()).hexdigest()[:12]
+    return f"sources {digest}" + (" with changes" if dirty.strip() else "")
 
 
 def main() -> int:

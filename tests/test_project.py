@@ -56,8 +56,9 @@ def test_the_larger_budget_goes_only_to_proofs_that_run_inductor():
 def test_each_proof_runs_alone_by_hand(name, tmp_path):
     """Copied into an empty folder, `python NAME.py` works and stays within the time budget.
 
-    The budget is checked on CPU seconds (user + system) so that a busy test machine cannot
-    fail it; on an idle machine wall time and CPU time are close for these scripts.
+    The budget is checked on CPU seconds (user + system), which a busy test machine inflates far
+    less than wall time (OpenMP's workers still spin while they wait for a core, so a proof that
+    starts threads keeps its thread changes few); on an idle machine the two are close.
     """
     script = Path(name).name
     shutil.copy(REPO / "proofs" / name, tmp_path / script)
