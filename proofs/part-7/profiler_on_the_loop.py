@@ -11,7 +11,7 @@ operator is Python, autograd's engine and the profiler's own bookkeeping.
 
 A profiler records every operator call, so it adds a toll per call. The script measures that
 too: the same loop, unprofiled and profiled, timed by the CPU time of the calling thread
-(time.thread_time_ns) in interleaved rounds of 10 steps (15 rounds for the small model, 5 for
+(time.thread_time_ns) in interleaved rounds of 10 steps (15 rounds for the small model, 3 for
 the large), the overhead being the median of the rounds' ratios; the profiler's own start and
 stop are outside the timed steps.
 """
@@ -50,7 +50,7 @@ x = torch.randn(1024, 8)
 y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
 loss_fn = nn.MSELoss()
 WIDTHS = {"Figure 1, H = 64": 64, "H = 4096": 4096}
-STEPS, ROUNDS, SMALL_ROUNDS = 10, 5, 15
+STEPS, ROUNDS, SMALL_ROUNDS = 10, 3, 15
 
 
 def program(width):
