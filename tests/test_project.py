@@ -17,7 +17,12 @@ from proof_render import anchor as proof_anchor
 
 PROOFS = PROJECT_PROOFS
 PAGES = sorted((REPO / "docs").rglob("*.md"))
-BY_HAND_LIMIT_S = 10
+# A reader's budget: the heaviest proof that does not compile takes about 8 CPU seconds alone on a
+# quiet 2-core machine. Under the suite's two workers a proof that runs threads spends far more
+# (OpenMP's workers spin while they wait for a core the other worker holds): the same proofs
+# measured up to 1.85 times their quiet cost there, and CI's machine adds its own load. The limit
+# leaves room for that, and still fails a proof that doubled its work.
+BY_HAND_LIMIT_S = 15
 # These proofs run Inductor, which runs the C++ compiler for each graph it compiles, cold (Part 7):
 # seconds of gcc no smaller proof could replace. They get their own budget, well inside the
 # build's per-proof limit of 300 s.
@@ -57,8 +62,8 @@ def test_each_proof_runs_alone_by_hand(name, tmp_path):
     """Copied into an empty folder, `python NAME.py` works and stays within the time budget.
 
     The budget is checked on CPU seconds (user + system), which a busy test machine inflates far
-    less than wall time (OpenMP's workers still spin while they wait for a core, so a proof that
-    starts threads keeps its thread changes few); on an idle machine the two are close.
+    less than wall time, though not to nothing (see BY_HAND_LIMIT_S); on an idle machine the two
+    are close.
     """
     script = Path(name).name
     shutil.copy(REPO / "proofs" / name, tmp_path / script)
