@@ -1,0 +1,140 @@
+"""Page work: how much styling and layout each page costs a phone-sized browser while it loads.
+
+    .venv/bin/python bench/page_work.py                 # every page of the site as it is now
+    .venv/bin/python bench/page_work.py --against HEAD~1 # ... beside the whole site as at a commit
+    .venv/bin/python bench/page_work.py --against REF --write-readme  # ... and record it in README.md
+
+Lighthouse's blocking time (bench/page_speed.py) is a timing, so a busy machine moves it. This
+counts the work instead, which a busy machine does not change: Debian's chromium loads each page
+at 412x823 px, as a phone, with a performance trace running, and the trace says how many elements
+the browser styled (every style recalculation's element count, summed) and how many layout
+objects it laid out (every layout's dirty objects, summed), from navigation until two seconds
+after the load event. Content that is never styled or laid out before the reader scrolls to it
+(`content-visibility: auto`, README "Pages stay light") shows here as work not done. SVG figures
+are documents of their own, on threads of their own; only the page's main thread is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import REPO, write_readme
+from page_speed import CHROMIUM, HOME, Served, pages
+
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--no-first-run"]
+PHONE = {"viewport": {"width": 412, "height": 823}, "device_scale_factor": 1.75, "is_mobile": True}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", metavar="REF", help="also measure the whole site as it was at git REF")
+    parser.add_argument("--write-readme", action="store_true", help="record the results in README.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="page-work-") as scratch:
+        scratch = Path(scratch)
+        sites = [Served("now", REPO, scratch)]
+        if args.against:
+            sites.append(Served(args.against, tree_at(args.against, scratch / "against"), scratch))
+        try:
+            counted = [measure(served, scratch / "trace.json") for served in sites]
+        finally:
+            for served in sites:
+                served.server.shutdown()
+    report = table(sites, counted)
+    print(report)
+    if args.write_readme:
+        against = f", beside the site as at {args.against} ({commit(args.against)})" if args.against else ""
+        write_readme("page-work", f"Counted {datetime.date.today()} at {commit('HEAD')}{against}: Chromium "
+                     f"{browser_version()}, {PHONE['viewport']['width']}x{PHONE['viewport']['height']} px, "
+                     f"from navigation to two seconds after the load event.\n\n{report}")
+    return 0
+
+
+def commit(ref: str) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def browser_version() -> str:
+    return subprocess.run([CHROMIUM, "--version"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def tree_at(ref: str, destination: Path) -> Path:
+    """The repository's files as at ``ref``, sharing this tree's proof cache (a proof whose source
+    did not change is not run again)."""
+    destination.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
+    shutil.rmtree(destination / ".cache", ignore_errors=True)
+    (destination / ".cache").symlink_to(REPO / ".cache")
+    return destination
+
+
+def measure(served: Served, trace: Path) -> dict[str, dict[str, int]]:
+    from playwright.sync_api import sync_playwright
+
+    found = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for page_path in pages(served.site):
+            context = browser.new_context(**PHONE)
+            tab = context.new_page()
+            browser.start_tracing(page=tab, path=str(trace),
+                                  categories=["devtools.timeline", "disabled-by-default-devtools.timeline"])
+            tab.goto(served.base + page_path, wait_until="load")
+            tab.wait_for_timeout(2000)
+            browser.stop_tracing()
+            context.close()
+            found[page_path or HOME] = work(json.loads(trace.read_text()))
+        browser.close()
+    return found
+
+
+def work(trace: dict | list) -> dict[str, int]:
+    """Styled elements, laid-out objects and the number of each pass, on the page's main thread:
+    the thread that parsed the most HTML (each SVG image parses on a thread of its own)."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    parsed = collections.Counter()
+    for event in events:
+        if event.get("name") == "ParseHTML":
+            parsed[event["pid"], event["tid"]] += event.get("dur", 0)
+    main_thread = parsed.most_common(1)[0][0]
+    counts = {"styled": 0, "recalcs": 0, "laid_out": 0, "layouts": 0}
+    for event in events:
+        if (event["pid"], event["tid"]) != main_thread or event.get("ph") not in ("X", "B"):
+            continue
+        arguments = event.get("args") or {}
+        if event.get("name") == "UpdateLayoutTree":
+            counts["styled"] += arguments.get("elementCount") or 0
+            counts["recalcs"] += 1
+        elif event.get("name") == "Layout":
+            counts["laid_out"] += (arguments.get("beginData") or {}).get("dirtyObjects") or 0
+            counts["layouts"] += 1
+    return counts
+
+
+def table(sites: list[Served], counted: list[dict[str, dict[str, int]]]) -> str:
+    head = "| page | elements styled | style passes | objects laid out | layout passes |"
+    if len(sites) == 2:
+        head += f" styled at {sites[1].label} | laid out at {sites[1].label} |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for page_name, now in counted[0].items():
+        line = f"| {page_name} | {now['styled']:,} | {now['recalcs']} | {now['laid_out']:,} | {now['layouts']} |"
+        if len(sites) == 2:
+            before = counted[1].get(page_name)
+            line += (f" {before['styled']:,} | {before['laid_out']:,} |" if before else " - | - |")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
