@@ -9,7 +9,8 @@ counts the work instead, which a busy machine does not change: Debian's chromium
 at 412x823 px, as a phone, with a performance trace running, and the trace says how many elements
 the browser styled (every style recalculation's element count, summed) and how many layout
 objects it laid out (every layout's dirty objects, summed), from navigation until two seconds
-after the load event. Content that is never styled or laid out before the reader scrolls to it
+after the load event, three times (the median of each count: when an image or a fetched source
+arrives, before or after a pass, still changes what that pass styles). Content that is never styled or laid out before the reader scrolls to it
 (`content-visibility: auto`, README "Pages stay light") shows here as work not done. SVG figures
 are documents of their own, on threads of their own; only the page's main thread is counted.
 """
@@ -21,6 +22,7 @@ import collections
 import datetime
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,7 @@ PHONE = {"viewport": {"width": 412, "height": 823}, "device_scale_factor": 1.75,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", metavar="REF", help="also measure the whole site as it was at git REF")
+    parser.add_argument("--runs", type=int, default=3, help="loads per page (median)")
     parser.add_argument("--write-readme", action="store_true", help="record the results in README.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="page-work-") as scratch:
@@ -45,7 +48,7 @@ def main() -> int:
         if args.against:
             sites.append(Served(args.against, tree_at(args.against, scratch / "against"), scratch))
         try:
-            counted = [measure(served, scratch / "trace.json") for served in sites]
+            counted = [measure(served, scratch / "trace.json", args.runs) for served in sites]
         finally:
             for served in sites:
                 served.server.shutdown()
@@ -55,7 +58,7 @@ def main() -> int:
         against = f", beside the site as at {args.against} ({commit(args.against)})" if args.against else ""
         write_readme("page-work", f"Counted {datetime.date.today()} at {commit('HEAD')}{against}: Chromium "
                      f"{browser_version()}, {PHONE['viewport']['width']}x{PHONE['viewport']['height']} px, "
-                     f"from navigation to two seconds after the load event.\n\n{report}")
+                     f"from navigation to two seconds after the load event, median of {args.runs} loads.\n\n{report}")
     return 0
 
 
@@ -79,24 +82,26 @@ def tree_at(ref: str, destination: Path) -> Path:
     return destination
 
 
-def measure(served: Served, trace: Path) -> dict[str, dict[str, int]]:
+def measure(served: Served, trace: Path, runs: int) -> dict[str, dict[str, int]]:
     from playwright.sync_api import sync_playwright
 
-    found = {}
+    seen = collections.defaultdict(list)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        for page_path in pages(served.site):
-            context = browser.new_context(**PHONE)
-            tab = context.new_page()
-            browser.start_tracing(page=tab, path=str(trace),
-                                  categories=["devtools.timeline", "disabled-by-default-devtools.timeline"])
-            tab.goto(served.base + page_path, wait_until="load")
-            tab.wait_for_timeout(2000)
-            browser.stop_tracing()
-            context.close()
-            found[page_path or HOME] = work(json.loads(trace.read_text()))
+        for _ in range(runs):
+            for page_path in pages(served.site):
+                context = browser.new_context(**PHONE)
+                tab = context.new_page()
+                browser.start_tracing(page=tab, path=str(trace),
+                                      categories=["devtools.timeline", "disabled-by-default-devtools.timeline"])
+                tab.goto(served.base + page_path, wait_until="load")
+                tab.wait_for_timeout(2000)
+                browser.stop_tracing()
+                context.close()
+                seen[page_path or HOME].append(work(json.loads(trace.read_text())))
         browser.close()
-    return found
+    return {page_name: {key: round(statistics.median(run[key] for run in found)) for key in found[0]}
+            for page_name, found in seen.items()}
 
 
 def work(trace: dict | list) -> dict[str, int]:
