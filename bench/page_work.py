@@ -55,8 +55,8 @@ def main() -> int:
     report = table(sites, counted)
     print(report)
     if args.write_readme:
-        against = f", beside the site as at {args.against} ({commit(args.against)})" if args.against else ""
-        write_readme("page-work", f"Counted {datetime.date.today()} at {commit('HEAD')}{against}: Chromium "
+        against = f", beside the site as at {commit(args.against)}" if args.against else ""
+        write_readme("page-work", f"Counted {datetime.date.today()} at {commit('HEAD')}{against}: "
                      f"{browser_version()}, {PHONE['viewport']['width']}x{PHONE['viewport']['height']} px, "
                      f"from navigation to two seconds after the load event, median of {args.runs} loads.\n\n{report}")
     return 0
