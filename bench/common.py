@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,3 +34,14 @@ def write_readme(block: str, report: str) -> None:
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
     README.write_text(f"{before}{start}\n{report}\n{end}{after}")
+
+
+def unpack_at(ref: str, destination: Path, *paths: str) -> Path:
+    """Write ``paths`` (the whole repository when none) as they were at git ``ref`` into
+    ``destination``, and let it share this tree's proof cache, so that a build there runs only
+    the proofs whose key differs."""
+    destination.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", ref, *paths], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
+    (destination / ".cache").symlink_to(REPO / ".cache")
+    return destination

@@ -36,10 +36,12 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from common import REPO, machine, write_readme
+from common import REPO, machine, unpack_at, write_readme
 
 LIGHTHOUSE = REPO / "bench" / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run"]
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 COMPRESSIBLE = (".html", ".css", ".js", ".svg", ".json", ".xml", ".txt", ".py")
 GOAL = {"performance": 0.95, "over_home_ms": 60, "dom": 4000, "gzip_kb": 80}
@@ -125,10 +127,7 @@ def tree_with_hooks_of(ref: str, destination: Path) -> Path:
         if (REPO / name).is_file() and not name.startswith("hooks/"):
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, destination / name)
-    archive = subprocess.run(["git", "archive", ref, "hooks"], cwd=REPO, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
-    (destination / ".cache").symlink_to(REPO / ".cache")
-    return destination
+    return unpack_at(ref, destination, "hooks")
 
 
 def build(source: Path, site: Path, base: str) -> int:
@@ -187,8 +186,7 @@ def row(site: Path, page: str, results: list[dict], home: list[dict]) -> dict:
 def lighthouse(url: str, output: Path) -> dict:
     command = [str(LIGHTHOUSE), url, "--output=json", f"--output-path={output}", "--quiet",
                f"--only-categories={','.join(CATEGORIES)}",
-               "--chrome-flags=--headless=new --no-sandbox --disable-gpu --disable-background-networking "
-               "--disable-component-update --no-first-run"]
+               f"--chrome-flags=--headless=new {' '.join(CHROMIUM_FLAGS)}"]
     subprocess.run(command, env=dict(os.environ, CHROME_PATH=CHROMIUM), check=True, capture_output=True,
                    timeout=300)
     report = json.loads(output.read_text())

@@ -5,14 +5,15 @@
     .venv/bin/python bench/page_work.py --against REF --write-readme  # ... and record it in README.md
 
 Lighthouse's blocking time (bench/page_speed.py) is a timing, so a busy machine moves it. This
-counts the work instead, which a busy machine does not change: Debian's chromium loads each page
+counts the work instead, which a busy machine moves far less: Debian's chromium loads each page
 at 412x823 px, as a phone, with a performance trace running, and the trace says how many elements
 the browser styled (every style recalculation's element count, summed) and how many layout
 objects it laid out (every layout's dirty objects, summed), from navigation until two seconds
 after the load event, three times (the median of each count: when an image or a fetched source
-arrives, before or after a pass, still changes what that pass styles). Content that is never styled or laid out before the reader scrolls to it
-(`content-visibility: auto`, README "Pages stay light") shows here as work not done. SVG figures
-are documents of their own, on threads of their own; only the page's main thread is counted.
+arrives, before or after a pass, still changes what that pass styles). Content that is never
+styled or laid out before the reader scrolls to it (`content-visibility: auto`, README "Pages
+stay light") shows here as work not done. SVG figures are documents of their own, on threads of
+their own; only the page's main thread is counted.
 """
 
 from __future__ import annotations
@@ -21,18 +22,15 @@ import argparse
 import collections
 import datetime
 import json
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, write_readme
-from page_speed import CHROMIUM, HOME, Served, pages
+from common import REPO, unpack_at, write_readme
+from page_speed import CHROMIUM, CHROMIUM_FLAGS, HOME, Served, pages
 
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--no-first-run"]
 PHONE = {"viewport": {"width": 412, "height": 823}, "device_scale_factor": 1.75, "is_mobile": True}
 
 
@@ -46,7 +44,7 @@ def main() -> int:
         scratch = Path(scratch)
         sites = [Served("now", REPO, scratch)]
         if args.against:
-            sites.append(Served(args.against, tree_at(args.against, scratch / "against"), scratch))
+            sites.append(Served(args.against, unpack_at(args.against, scratch / "against"), scratch))
         try:
             counted = [measure(served, scratch / "trace.json", args.runs) for served in sites]
         finally:
@@ -71,23 +69,12 @@ def browser_version() -> str:
     return subprocess.run([CHROMIUM, "--version"], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def tree_at(ref: str, destination: Path) -> Path:
-    """The repository's files as at ``ref``, sharing this tree's proof cache (a proof whose source
-    did not change is not run again)."""
-    destination.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
-    shutil.rmtree(destination / ".cache", ignore_errors=True)
-    (destination / ".cache").symlink_to(REPO / ".cache")
-    return destination
-
-
 def measure(served: Served, trace: Path, runs: int) -> dict[str, dict[str, int]]:
     from playwright.sync_api import sync_playwright
 
     seen = collections.defaultdict(list)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         for _ in range(runs):
             for page_path in pages(served.site):
                 context = browser.new_context(**PHONE)
