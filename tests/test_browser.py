@@ -11,7 +11,9 @@ runs some of them builds its own copy (the builds take turns, so only the first 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,9 @@ from browser_support import (
     site_pages,
 )
 from conftest import PARTS, PROJECT_PROOFS
+
+sys.path.insert(0, str(REPO / "bench"))
+import page_work  # noqa: E402  (the trace's counting, shared with bench/page_work.py)
 
 pytestmark = [
     pytest.mark.skipif(
@@ -191,20 +196,92 @@ def test_repository_and_edit_links_only_when_the_environment_names_a_repository(
     assert "md-source" not in html and 'rel="edit"' not in html
 
 
-def test_palette_follows_the_system_then_toggles(open_tab):
+PALETTE_STATE = """() => ({
+  scheme: document.body.getAttribute('data-md-color-scheme'),
+  toggle: [...document.querySelectorAll('form[data-site-palette] label')].filter(l => !l.hidden).map(l => l.title),
+  themeColor: document.querySelector('meta[name=theme-color]').content,
+  colorScheme: document.querySelector('meta[name=color-scheme]').content,
+  header: getComputedStyle(document.querySelector('.md-header')).backgroundColor,
+})"""
+LIGHT, DARK = ["default", ["Switch to dark mode"]], ["slate", ["Switch to system preference"]]
+SYSTEM_DARK, SYSTEM_LIGHT = ["slate", ["Switch to light mode"]], ["default", ["Switch to light mode"]]
+
+
+def palette(page) -> list:
+    """The palette in use and the one toggle shown; checks the browser's meta tags agree with the header."""
+    state = page.evaluate(PALETTE_STATE)
+    red, green, blue = (round(channel * 255) for channel in css_rgba(state["header"])[:3])
+    assert state["themeColor"] == f"#{red:02x}{green:02x}{blue:02x}", state
+    assert state["colorScheme"] == ("dark" if state["scheme"] == "slate" else "light"), state
+    return [state["scheme"], state["toggle"]]
+
+
+def test_palette_follows_the_system_then_toggles_and_is_remembered(open_tab):
     tab = open_tab(color_scheme="dark")
     page = tab.open("")
-    toggle = page.locator("form[data-md-component=palette] label:visible")
-    state = lambda: [page.evaluate("document.body.getAttribute('data-md-color-scheme')"),  # noqa: E731
-                     toggle.get_attribute("title")]
-    assert state() == ["slate", "Switch to light mode"], "with no stored choice the palette follows the system"
+    assert palette(page) == SYSTEM_DARK, "with no stored choice the palette follows the system"
+    toggle = page.locator("form[data-site-palette] label:visible")
     seen = []
     for _ in range(3):  # system -> light -> dark -> system
         toggle.click()
-        seen.append(state())
-    assert seen == [["default", "Switch to dark mode"], ["slate", "Switch to system preference"],
-                    ["slate", "Switch to light mode"]]
+        seen.append(palette(page))
+    assert seen == [LIGHT, DARK, SYSTEM_DARK]
+    toggle.click()
+    page = tab.open("part-1/")
+    assert palette(page) == LIGHT, "the choice holds on the next page"
+    page.locator("form[data-site-palette] input").first.focus()
+    page.keyboard.press("Enter")  # Enter moves on, as a click does
+    assert palette(page) == DARK
+    page.keyboard.press("Enter")
+    assert palette(page) == SYSTEM_DARK
+    page.emulate_media(color_scheme="light")  # the system changes its mind: the palette follows
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'default'")
+    assert palette(page) == SYSTEM_LIGHT
+    page.reload(wait_until="networkidle")
+    assert palette(page) == SYSTEM_LIGHT
     tab.assert_clean()
+
+
+def test_the_palette_is_applied_as_the_header_is_read_not_by_materials_script(open_tab, served):
+    """The toggle is the site's own: with Material's bundle refused, the page still takes the
+    system's palette, and the toggle still switches it."""
+    tab = open_tab(color_scheme="dark")
+    tab.context.route("**/assets/javascripts/bundle.*.min.js", lambda route: route.abort("blockedbyclient"))
+    page = tab.open("part-0/")
+    assert page.evaluate("typeof document$") == "undefined", "Material's bundle ran after all"
+    assert palette(page) == SYSTEM_DARK
+    page.locator("form[data-site-palette] label:visible").click()
+    assert palette(page) == LIGHT
+    assert [error for error in tab.errors if "bundle." not in error and "ERR_BLOCKED_BY_CLIENT" not in error] == []
+
+
+# --- what a page costs as it loads ---------------------------------------------------------------
+
+MAX_STYLED_PER_ELEMENT = 1.3
+
+
+@pytest.mark.parametrize("path", ["", *PART_PATHS, "proofs/"], ids=["home", *PARTS, "proofs"])
+def test_loading_a_page_styles_each_element_about_once(browser, served, tmp_path, path):
+    """A script that restyles the whole document while the page loads costs a phone a long task
+    (README, "Pages stay light"): Material's own palette, its instant navigation and its
+    focus-visible class each did, three to five times on every part. Counted from a trace, the
+    way bench/page_work.py counts: every style pass's elements, summed, from navigation until a
+    second after the load event. Cards far below the screen and hidden menus are never styled,
+    so a page that styles each element once stays under its element count."""
+    context = browser.new_context(viewport={"width": 412, "height": 823}, is_mobile=True, device_scale_factor=1.75)
+    page = context.new_page()
+    trace = tmp_path / "trace.json"
+    browser.start_tracing(page=page, path=str(trace), categories=["devtools.timeline"])
+    page.goto(served.base + path, wait_until="load")
+    page.wait_for_timeout(1000)
+    browser.stop_tracing()
+    elements = page.evaluate("document.getElementsByTagName('*').length")
+    context.close()
+    styled = page_work.work(json.loads(trace.read_text()))["styled"]
+    assert styled <= MAX_STYLED_PER_ELEMENT * elements, (
+        f"{path or 'the home page'}: {styled} elements styled while it loaded, for {elements} in the page: "
+        f"something restyled the whole document (a class or attribute on <html> or <body>, a moved table, "
+        f"a color-scheme meta tag); bench/page_work.py shows where")
 
 
 # --- figures -------------------------------------------------------------------------------------
@@ -311,39 +388,7 @@ def test_every_download_link_returns_the_bytes_in_proofs(open_tab, served):
     tab.assert_clean()
 
 
-# --- instant navigation --------------------------------------------------------------------------
-
-PART_0_FACTS = """() => ({
-  title: document.title,
-  url: location.href,
-  cards: [...document.querySelectorAll('.proof-card')].map(card => ({
-    id: card.id,
-    copy: card.querySelectorAll('button.md-code__button[data-md-type=copy]').length,
-    figures: [...card.querySelectorAll('.proof-card__figure img')].map(img => (
-      [img.alt, img.getAttribute('src'), img.getAttribute('width'), img.getAttribute('height')])),
-  })),
-  gauges: [...document.querySelectorAll('img[src*="assets/gauge/"]')].filter(i => i.offsetWidth > 0).length,
-})"""
-
-
-def test_instant_navigation_to_part_0_shows_what_a_direct_load_shows(open_tab, served):
-    tab = open_tab()
-    direct = tab.open("part-0/").evaluate(PART_0_FACTS)
-    copy_buttons = sum(card["copy"] for card in direct["cards"])
-    assert len(direct["cards"]) >= 12 and copy_buttons >= len(direct["cards"])
-
-    page = tab.open("")
-    page.evaluate("window.__stillTheSameDocument = true")
-    page.locator("article").get_by_role("link", name="Read Part 0").click()
-    page.wait_for_url(served.base + "part-0/")
-    page.wait_for_function(
-        "n => document.querySelectorAll('.proof-card button.md-code__button[data-md-type=copy]').length >= n",
-        arg=copy_buttons)
-    page.wait_for_function("[...document.images].filter(i => i.loading !== 'lazy').every(i => i.complete)")
-    assert page.evaluate("window.__stillTheSameDocument === true"), (
-        "the click reloaded the page: instant navigation did not take it (is site_url set?)")
-    assert page.evaluate(PART_0_FACTS) == direct
-    tab.assert_clean()
+# --- copy buttons ----------------------------------------------------------------------------
 
 
 def test_each_copy_button_copies_its_own_block(open_tab, served):
@@ -482,21 +527,43 @@ def test_on_a_phone_every_figure_fits_the_column_and_opens_full_size(open_tab, s
     assert problems == [], "\n".join(problems)
 
 
-def test_a_figure_opens_on_a_page_reached_by_instant_navigation(open_tab, served):
-    tab = open_tab(**PHONE)
-    page = tab.open("")
-    page.evaluate("window.__stillTheSameDocument = true")
-    page.locator("article").get_by_role("link", name="Read Part 0").tap()
-    page.wait_for_url(served.base + "part-0/")
-    link = page.locator(".proof-card__figure a.proof-card__zoom").first
-    center(link)
-    link.tap()
-    page.wait_for_function(f"({OPENED})() !== null && ({OPENED})().loaded")
-    assert page.evaluate("window.__stillTheSameDocument === true")
-    page.keyboard.press("Escape")
-    page.wait_for_function(f"({OPENED})() === null")
-    assert page.locator("dialog.proof-figure-dialog").count() == 1
-    tab.assert_clean()
+def test_cards_work_on_a_page_reached_by_materials_instant_navigation(browser, site):
+    """This site loads whole pages (README, "Pages stay light"), but hooks/ is for any Material site,
+    and many turn on instant navigation: there, a page arrives without a load event. A card on
+    such a page still highlights its unfolded source, and its figure still opens."""
+    server = StaticServer(site.root / "site")
+    try:
+        (site.root / "mkdocs.yml").write_text(
+            f"site_name: Tiny\nsite_url: {server.base}\ntheme:\n  name: material\n  font: false\n"
+            "  features:\n    - navigation.instant\nhooks:\n  - hooks/proofs.py\n")
+        site.proof("drawn.py", """\
+            # proof: show-source
+            import matplotlib.pyplot as plt
+            plt.plot([1, 2, 3], [2, 1, 3])
+            plt.show()
+            print("drawn")
+        """)
+        site.page("index.md", "# Home\n\n[The drawing](two.md)\n")
+        site.page("two.md", "# Two\n\n[drawn.py](../proofs/drawn.py)\n")
+        result = site.build("--strict")
+        assert result.returncode == 0, result.stderr[-3000:]
+        tab = Tab(browser, server.base, **PHONE)
+        page = tab.open("")
+        page.evaluate("window.__stillTheSameDocument = true")
+        page.get_by_role("link", name="The drawing").tap()
+        page.wait_for_url(server.base + "two/")
+        page.locator(".proof-card__source code span").first.wait_for()  # highlighted after it arrived
+        link = page.locator(".proof-card__figure a.proof-card__zoom").first
+        center(link)
+        link.tap()
+        page.wait_for_function(f"({OPENED})() !== null && ({OPENED})().loaded")
+        assert page.evaluate("window.__stillTheSameDocument === true"), (
+            "the click loaded a whole page: instant navigation did not take it")
+        page.keyboard.press("Escape")
+        page.wait_for_function(f"({OPENED})() === null")
+        tab.assert_clean()
+    finally:
+        server.close()
 
 
 # --- accessibility -------------------------------------------------------------------------------

@@ -1,0 +1,48 @@
+"""MkDocs hook: every table a page shows arrives in a wrapper of its own, so that loading the page
+restyles the table, not the whole article.
+
+Add ``hooks/site_tables.py`` under ``hooks:`` in mkdocs.yml. As a page loads, Material's script
+moves each table without a class (``table:not([class])``) into a scrolling wrapper. A table that
+is a child of the article itself makes Chromium restyle the whole article when it is moved, in the
+page's longest task (README, "Pages stay light"); one that is the only child of a plain ``<div>``
+makes it restyle the table alone. The wrapper has no style of its own, so the
+page looks as it did: Material's wrapper still goes inside it, around the table.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
+
+WRAPPER = '<div class="site-table">'
+_TABLE_TAG = re.compile(r"<(/?)table\b[^>]*>", re.IGNORECASE)
+_HAS_CLASS = re.compile(r"\sclass\s*=", re.IGNORECASE)
+
+
+def wrap_tables(html: str) -> str:
+    """``html`` with each table Material would move (one without a class) inside ``WRAPPER``.
+
+    Nested tables are followed: a closing tag closes the wrapper of its own opening tag only.
+    """
+    pieces, start, open_tables = [], 0, []
+    for tag in _TABLE_TAG.finditer(html):
+        pieces.append(html[start:tag.start()])
+        start = tag.end()
+        if tag.group(1):  # </table>
+            wrapped = open_tables.pop() if open_tables else False
+            pieces.append(tag.group(0) + ("</div>" if wrapped else ""))
+        else:
+            wrapped = not _HAS_CLASS.search(tag.group(0))
+            open_tables.append(wrapped)
+            pieces.append((WRAPPER if wrapped else "") + tag.group(0))
+    pieces.append(html[start:])
+    return "".join(pieces)
+
+
+def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    return wrap_tables(html)
