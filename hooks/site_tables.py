@@ -5,8 +5,9 @@ Add ``hooks/site_tables.py`` under ``hooks:`` in mkdocs.yml. As a page loads, Ma
 moves each table without a class (``table:not([class])``) into a scrolling wrapper. A table that
 is a child of the article itself makes Chromium restyle the whole article when it is moved, in the
 page's longest task (README, "Pages stay light"); one that is the only child of a plain ``<div>``
-makes it restyle the table alone. The wrapper has no style of its own, so the
-page looks as it did: Material's wrapper still goes inside it, around the table.
+makes it restyle the table alone. Material's wrapper still goes inside it, around the table; the
+site's stylesheet gives this one that wrapper's margins (``.site-table`` in docs/assets/site.css),
+so that a table painted before Material's script runs does not move when it is wrapped.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ def test_palette_follows_the_system_then_toggles_and_is_remembered(open_tab):
     tab.assert_clean()
 
 
-def test_the_palette_is_applied_as_the_header_is_read_not_by_materials_script(open_tab, served):
+def test_the_palette_is_applied_after_the_header_not_by_materials_script(open_tab, served):
     """The toggle is the site's own: with Material's bundle refused, the page still takes the
     system's palette, and the toggle still switches it."""
     tab = open_tab(color_scheme="dark")
@@ -258,16 +258,24 @@ def test_the_palette_is_applied_as_the_header_is_read_not_by_materials_script(op
 # --- what a page costs as it loads ---------------------------------------------------------------
 
 MAX_STYLED_PER_ELEMENT = 1.3
+LAYOUT_SHIFTS = """() => new Promise(done => {
+  const found = [];
+  new PerformanceObserver(list => found.push(...list.getEntries().map(shift => [Math.round(shift.startTime),
+    shift.value, shift.sources.map(source => source.node && (source.node.className || source.node.nodeName))])))
+    .observe({type: 'layout-shift', buffered: true});
+  setTimeout(() => done(found), 200);
+})"""
 
 
 @pytest.mark.parametrize("path", ["", *PART_PATHS, "proofs/"], ids=["home", *PARTS, "proofs"])
-def test_loading_a_page_styles_each_element_about_once(browser, served, tmp_path, path):
+def test_loading_a_page_styles_each_element_about_once_and_moves_nothing(browser, served, tmp_path, path):
     """A script that restyles the whole document while the page loads costs a phone a long task
     (README, "Pages stay light"): Material's own palette, its instant navigation and its
-    focus-visible class each did, three to five times on every part. Counted from a trace, the
+    focus-visible class each did, several times on every part. Counted from a trace, the
     way bench/page_work.py counts: every style pass's elements, summed, from navigation until a
     second after the load event. Cards far below the screen and hidden menus are never styled,
-    so a page that styles each element once stays under its element count."""
+    so a page that styles each element once stays under its element count. Nor may anything move
+    as the page arrives: a table Material's script wraps, a header button its script shows."""
     context = browser.new_context(viewport={"width": 412, "height": 823}, is_mobile=True, device_scale_factor=1.75)
     page = context.new_page()
     trace = tmp_path / "trace.json"
@@ -276,12 +284,14 @@ def test_loading_a_page_styles_each_element_about_once(browser, served, tmp_path
     page.wait_for_timeout(1000)
     browser.stop_tracing()
     elements = page.evaluate("document.getElementsByTagName('*').length")
+    shifts = page.evaluate(LAYOUT_SHIFTS)
     context.close()
     styled = page_work.work(json.loads(trace.read_text()))["styled"]
     assert styled <= MAX_STYLED_PER_ELEMENT * elements, (
         f"{path or 'the home page'}: {styled} elements styled while it loaded, for {elements} in the page: "
         f"something restyled the whole document (a class or attribute on <html> or <body>, a moved table, "
         f"a color-scheme meta tag); bench/page_work.py shows where")
+    assert shifts == [], f"{path or 'the home page'}: moved as it loaded (time in ms, share, classes): {shifts}"
 
 
 # --- figures -------------------------------------------------------------------------------------

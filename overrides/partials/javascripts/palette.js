@@ -3,10 +3,10 @@
 // Material's bundle does the same when it runs, at the end of the page, and on a long page that
 // costs three restyles of the whole document: it marks the body as switching, and it writes the
 // color-scheme meta tag, which makes Chromium restyle every element (README, "Pages stay light").
-// This runs while the header is read, when the document holds a few dozen elements, so the same
-// work costs next to nothing. The choice is stored where and as Material stores it (`__palette`,
+// This runs right after the header is read (main.html), when the document holds a few dozen
+// elements, so the same work costs next to nothing. The choice is stored where and as Material stores it (`__palette`,
 // through Material's `__md_get` and `__md_set`), so a site moving back to Material's toggle keeps
-// its readers' choices. Included into the page by palette.html, so no template syntax in here.
+// its readers' choices. Included into the page by main.html, so no template syntax in here.
 (() => {
   const form = document.querySelector("form[data-site-palette]")
   if (!form) return
