@@ -4,13 +4,14 @@
 // costs three restyles of the whole document: it marks the body as switching, and it writes the
 // color-scheme meta tag, which makes Chromium restyle every element (README, "Pages stay light").
 // This runs right after the header is read (main.html), when the document holds a few dozen
-// elements, so the same work costs next to nothing. The choice is stored where and as Material stores it (`__palette`,
-// through Material's `__md_get` and `__md_set`), so a site moving back to Material's toggle keeps
-// its readers' choices. Included into the page by main.html, so no template syntax in here.
+// elements, so the same work costs next to nothing. The choice is stored where and as Material
+// stores it (`__palette`, through Material's `__md_get` and `__md_set`), so a site moving back to
+// Material's toggle keeps its readers' choices. Included into the page by main.html, so no
+// template syntax in here.
 (() => {
   const form = document.querySelector("form[data-site-palette]")
-  if (!form) return
-  const inputs = [...form.querySelectorAll("input")]
+  const inputs = form ? [...form.querySelectorAll("input")] : []
+  if (!inputs.length) return  // a site with one palette, or none, has no toggle
   const light = matchMedia("(prefers-color-scheme: light)")
   const header = document.querySelector("[data-md-component=header]")
   const meta = name => {
