@@ -1,5 +1,5 @@
-"""MkDocs hook: every table a page shows arrives in a wrapper of its own, so that loading the page
-restyles the table, not the whole article.
+"""MkDocs hook: every table without a class arrives in a wrapper of its own, so that loading the
+page restyles the table, not the whole article.
 
 Add ``hooks/site_tables.py`` under ``hooks:`` in mkdocs.yml. As a page loads, Material's script
 moves each table without a class (``table:not([class])``) into a scrolling wrapper. A table that
@@ -21,26 +21,34 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
 
 WRAPPER = '<div class="site-table">'
-_TABLE_TAG = re.compile(r"<(/?)table\b[^>]*>", re.IGNORECASE)
-_HAS_CLASS = re.compile(r"\sclass\s*=", re.IGNORECASE)
+# What the page's HTML is read as: comments and raw-text elements, whose insides are not markup,
+# and tags, whose quoted attribute values may hold anything but their own quote.
+_TOKEN = re.compile(
+    r"<!--.*?-->"
+    r"|<(?P<raw>script|style|textarea)\b.*?</(?P=raw)\s*>"
+    r"""|<(?P<end>/?)(?P<name>[a-zA-Z][^\s/>]*)(?P<attributes>(?:[^>"']|"[^"]*"|'[^']*')*)>""",
+    re.DOTALL | re.IGNORECASE)
+_CLASS = re.compile(r"""(?:^|\s)class(?:\s*=|[\s/]|$)""", re.IGNORECASE)
 
 
 def wrap_tables(html: str) -> str:
-    """``html`` with each table Material would move (one without a class) inside ``WRAPPER``.
+    """``html`` with each table Material would move (one with no class attribute) inside ``WRAPPER``.
 
     Nested tables are followed: a closing tag closes the wrapper of its own opening tag only.
     """
     pieces, start, open_tables = [], 0, []
-    for tag in _TABLE_TAG.finditer(html):
-        pieces.append(html[start:tag.start()])
-        start = tag.end()
-        if tag.group(1):  # </table>
+    for token in _TOKEN.finditer(html):
+        if (token.group("name") or "").lower() != "table":
+            continue
+        pieces.append(html[start:token.start()])
+        start = token.end()
+        if token.group("end"):
             wrapped = open_tables.pop() if open_tables else False
-            pieces.append(tag.group(0) + ("</div>" if wrapped else ""))
+            pieces.append(token.group(0) + ("</div>" if wrapped else ""))
         else:
-            wrapped = not _HAS_CLASS.search(tag.group(0))
+            wrapped = not _CLASS.search(token.group("attributes"))
             open_tables.append(wrapped)
-            pieces.append((WRAPPER if wrapped else "") + tag.group(0))
+            pieces.append((WRAPPER if wrapped else "") + token.group(0))
     pieces.append(html[start:])
     return "".join(pieces)
 

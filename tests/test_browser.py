@@ -255,6 +255,17 @@ def test_the_palette_is_applied_after_the_header_not_by_materials_script(open_ta
     assert [error for error in tab.errors if "bundle." not in error and "ERR_BLOCKED_BY_CLIENT" not in error] == []
 
 
+def test_the_palette_works_where_storage_is_refused(open_tab):
+    """With cookies blocked, reading localStorage throws: the toggle still shows and switches."""
+    tab = open_tab(color_scheme="dark")
+    tab.context.add_init_script("Object.defineProperty(window, 'localStorage', "
+                                "{get() { throw new DOMException('refused', 'SecurityError') }})")
+    page = tab.open("")
+    assert palette(page) == SYSTEM_DARK
+    page.locator("form[data-site-palette] label:visible").click()
+    assert palette(page) == LIGHT
+
+
 # --- what a page costs as it loads ---------------------------------------------------------------
 
 MAX_STYLED_PER_ELEMENT = 1.3

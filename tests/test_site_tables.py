@@ -25,3 +25,14 @@ def test_nested_tables_each_close_their_own_wrapper():
 def test_text_that_only_mentions_tables_is_not_a_table():
     page = "<p><code>&lt;table&gt;</code> and <tablet> and a tablecloth</p>"
     assert wrap_tables(page) == page
+
+
+def test_comments_scripts_and_attribute_values_are_not_markup():
+    page = ('<span title="<table>">x</span><!-- <table> </table> --><script>let t = "<table>"</script>'
+            '<table data-x="a>b" class="x"><tr><td><!-- </table> --></td></tr></table><table-of-contents>')
+    assert wrap_tables(page) == page
+
+
+def test_a_bare_class_attribute_counts_as_a_class_as_it_does_for_material():
+    page = "<table class><tr><td>1</td></tr></table><table classic=no></table>"
+    assert wrap_tables(page) == f"<table class><tr><td>1</td></tr></table>{WRAPPER}<table classic=no></table></div>"
