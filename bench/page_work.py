@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime
 import json
 import statistics
@@ -77,18 +78,30 @@ def measure(served: Served, trace: Path, runs: int) -> dict[str, dict[str, int]]
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         for _ in range(runs):
             for page_path in pages(served.site):
-                context = browser.new_context(**PHONE)
-                tab = context.new_page()
-                browser.start_tracing(page=tab, path=str(trace),
-                                      categories=["devtools.timeline", "disabled-by-default-devtools.timeline"])
-                tab.goto(served.base + page_path, wait_until="load")
-                tab.wait_for_timeout(2000)
-                browser.stop_tracing()
-                context.close()
+                with traced_load(browser, served.base + page_path, trace, settle_ms=2000):
+                    pass
                 seen[page_path or HOME].append(work(json.loads(trace.read_text())))
         browser.close()
     return {page_name: {key: round(statistics.median(run[key] for run in found)) for key in found[0]}
             for page_name, found in seen.items()}
+
+
+@contextlib.contextmanager
+def traced_load(browser, url: str, trace: Path, settle_ms: int):
+    """Load ``url`` in a fresh phone-sized tab of a Playwright ``browser`` with a performance trace
+    running, from navigation until ``settle_ms`` after the load event, into ``trace``; yield the
+    tab, still open, and close it after."""
+    context = browser.new_context(**PHONE)
+    try:
+        tab = context.new_page()
+        browser.start_tracing(page=tab, path=str(trace),
+                              categories=["devtools.timeline", "disabled-by-default-devtools.timeline"])
+        tab.goto(url, wait_until="load")
+        tab.wait_for_timeout(settle_ms)
+        browser.stop_tracing()
+        yield tab
+    finally:
+        context.close()
 
 
 def work(trace: dict | list) -> dict[str, int]:

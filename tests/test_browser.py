@@ -42,7 +42,7 @@ from browser_support import (
 from conftest import PARTS, PROJECT_PROOFS
 
 sys.path.insert(0, str(REPO / "bench"))
-import page_work  # noqa: E402  (the trace's counting, shared with bench/page_work.py)
+import page_work  # noqa: E402  (its traced phone-sized load and the trace's counting)
 
 pytestmark = [
     pytest.mark.skipif(
@@ -287,16 +287,10 @@ def test_loading_a_page_styles_each_element_about_once_and_moves_nothing(browser
     second after the load event. Cards far below the screen and hidden menus are never styled,
     so a page that styles each element once stays under its element count. Nor may anything move
     as the page arrives: a table Material's script wraps, a header button its script shows."""
-    context = browser.new_context(viewport={"width": 412, "height": 823}, is_mobile=True, device_scale_factor=1.75)
-    page = context.new_page()
     trace = tmp_path / "trace.json"
-    browser.start_tracing(page=page, path=str(trace), categories=["devtools.timeline"])
-    page.goto(served.base + path, wait_until="load")
-    page.wait_for_timeout(1000)
-    browser.stop_tracing()
-    elements = page.evaluate("document.getElementsByTagName('*').length")
-    shifts = page.evaluate(LAYOUT_SHIFTS)
-    context.close()
+    with page_work.traced_load(browser, served.base + path, trace, settle_ms=1000) as page:
+        elements = page.evaluate("document.getElementsByTagName('*').length")
+        shifts = page.evaluate(LAYOUT_SHIFTS)
     styled = page_work.work(json.loads(trace.read_text()))["styled"]
     assert styled <= MAX_STYLED_PER_ELEMENT * elements, (
         f"{path or 'the home page'}: {styled} elements styled while it loaded, for {elements} in the page: "
