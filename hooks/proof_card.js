@@ -6,6 +6,13 @@
 // - a figure fits the column and links to its file; a click or tap (Enter or Space when it has
 //   focus) opens it full size in a dialog over the page, in the reader's palette; Escape, a click
 //   or the close button closes it, and focus goes back to the figure.
+// - a claim's words open its popover on a click, a tap, Enter or Space: what it says, the condition,
+//   the values it read, its verdict and any second run, with a link to its proof's card; Escape, a
+//   click elsewhere or Tab away closes it, and focus goes back to the claim;
+// - in a source unfolded in part, each run of folded lines waits behind a button that unfolds it in
+//   place (and folds it again); "Show the whole file" unfolds them all;
+// - a link to something inside a closed box (a deeper aside, a card's source) opens the box first,
+//   so the browser can scroll to it; so does arriving at such an address.
 // All of it works on every page that Material's instant navigation brings in.
 
 function proofCardFetch(holder, attribute, place) {
@@ -95,3 +102,185 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   proofFigureOpen(link);
 });
+
+// ---- claims: a popover per claim, one element per page -------------------------------------------
+
+const PROOF_VERDICTS = {
+  held: ["\u2713 Held when this site was built", "held"],
+  fact: ["\u2713 Checked, exactly, when this site was built", "held"],
+  failed: ["\u2717 Does not hold on the machine that built this page", "failed"],
+  unchecked: ["\u25CB Not checked on this machine", "unchecked"],
+};
+
+function proofClaimState(claim) {
+  if (claim.classList.contains("proof-claim--failed")) return "failed";
+  if (claim.classList.contains("proof-claim--unchecked")) return "unchecked";
+  return claim.classList.contains("proof-claim--fact") ? "fact" : "held";
+}
+
+function proofPopover() {
+  let pop = document.getElementById("proof-pop");
+  if (pop) return pop;
+  pop = document.createElement("div");
+  pop.id = "proof-pop";
+  pop.className = "proof-pop md-typeset";
+  pop.hidden = true;
+  pop.tabIndex = -1;
+  pop.setAttribute("role", "dialog");
+  pop.setAttribute("aria-labelledby", "proof-pop-words");
+  pop.setAttribute("aria-describedby", "proof-pop-verdict");
+  pop.addEventListener("focusout", (event) => {
+    if (!pop.hidden && event.relatedTarget && !pop.contains(event.relatedTarget)) proofPopClose(false);
+  });
+  document.body.append(pop);
+  return pop;
+}
+
+function proofPopRow(list, term, text) {
+  if (!text) return;
+  const dt = document.createElement("dt"), dd = document.createElement("dd"), code = document.createElement("code");
+  dt.textContent = term;
+  code.textContent = text;
+  dd.append(term === "Note" ? text : code);
+  list.append(dt, dd);
+}
+
+function proofPopOpen(link) {
+  const claim = link.parentElement, pop = proofPopover();
+  const [said, tone] = PROOF_VERDICTS[proofClaimState(claim)];
+  const verdict = document.createElement("p"), words = document.createElement("p"), list = document.createElement("dl");
+  verdict.id = "proof-pop-verdict";
+  verdict.className = `proof-pop__verdict proof-pop__verdict--${tone}`;
+  verdict.textContent = said;
+  words.id = "proof-pop-words";
+  words.className = "proof-pop__words";
+  words.textContent = `\u201C${link.textContent.trim()}\u201D`;
+  proofPopRow(list, "Condition", claim.dataset.condition);
+  proofPopRow(list, "Values", claim.dataset.seen);
+  proofPopRow(list, "Note", claim.dataset.note);
+  const more = document.createElement("p"), card = document.createElement("a");
+  card.href = link.getAttribute("href");
+  card.textContent = `The proof: ${claim.dataset.proof || "its card"}`;
+  more.append(card);
+  pop.replaceChildren(verdict, words, list, more);
+  if (pop.opener && pop.opener !== link) pop.opener.setAttribute("aria-expanded", "false");
+  pop.opener = link;
+  link.setAttribute("aria-expanded", "true");
+  pop.hidden = false;
+  const box = link.getBoundingClientRect(), width = pop.offsetWidth, room = document.documentElement.clientWidth;
+  const left = Math.max(8, Math.min(box.left, room - width - 8));
+  const below = box.bottom + 6 + pop.offsetHeight < innerHeight || box.top < pop.offsetHeight + 6;
+  pop.style.left = `${left + scrollX}px`;
+  pop.style.top = `${(below ? box.bottom + 6 : box.top - 6 - pop.offsetHeight) + scrollY}px`;
+  pop.focus({ preventScroll: true });
+}
+
+function proofPopClose(giveFocusBack) {
+  const pop = document.getElementById("proof-pop");
+  if (!pop || pop.hidden) return;
+  pop.hidden = true;
+  const opener = pop.opener;
+  if (!opener) return;
+  opener.setAttribute("aria-expanded", "false");
+  if (giveFocusBack && opener.isConnected) opener.focus({ preventScroll: true });
+}
+
+function proofClaimLink(event) {
+  return event.target instanceof Element ? event.target.closest(".proof-claim > a") : null;
+}
+
+document.addEventListener("click", (event) => {
+  const link = proofClaimLink(event), pop = document.getElementById("proof-pop");
+  if (link && event.button === 0 && !(event.metaKey || event.ctrlKey || event.shiftKey || event.altKey)) {
+    event.preventDefault(); // a plain click: the popover, not the card (a modified one follows the link)
+    if (pop && !pop.hidden && pop.opener === link) proofPopClose(true);
+    else proofPopOpen(link);
+  } else if (pop && !pop.hidden && pop.contains(event.target)) {
+    if (event.target instanceof Element && event.target.closest("a")) proofPopClose(false); // off to the card
+  } else if (pop && !pop.hidden) {
+    const focusable = event.target instanceof Element && event.target.closest("a, button, input, select, textarea, summary, [tabindex]");
+    proofPopClose(!focusable); // a click on nothing in particular gives the focus back to the claim
+  }
+}, true);
+
+document.addEventListener("focusin", (event) => { // before a keyboard opens one, say it opens a dialog
+  const link = proofClaimLink(event);
+  if (link && !link.hasAttribute("aria-haspopup")) {
+    link.setAttribute("aria-haspopup", "dialog");
+    link.setAttribute("aria-expanded", "false");
+  }
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") {
+    const pop = document.getElementById("proof-pop");
+    if (pop && !pop.hidden) {
+      event.preventDefault();
+      proofPopClose(true);
+    }
+    return;
+  }
+  const link = event.key === " " && proofClaimLink(event); // Enter clicks a link by itself
+  if (!link) return;
+  event.preventDefault();
+  proofPopOpen(link);
+});
+
+// ---- a source unfolded in part --------------------------------------------------------------------
+
+function proofFold(button, open) {
+  const lines = Number(button.dataset.lines), plural = lines === 1 ? "line" : "lines";
+  button.nextElementSibling.hidden = !open;
+  button.setAttribute("aria-expanded", String(open));
+  button.textContent = open ? `\u25B4 fold these ${lines} ${plural}` : `\u22EF ${lines} ${plural}`;
+  button.setAttribute("aria-label", open ? `Fold these ${lines} ${plural}` : `Show ${lines} folded ${plural}`);
+}
+
+document.addEventListener("click", (event) => {
+  const target = event.target instanceof Element ? event.target : null;
+  const fold = target && target.closest("button.proof-card__fold");
+  if (fold) {
+    proofFold(fold, fold.getAttribute("aria-expanded") !== "true");
+    return;
+  }
+  const all = target && target.closest("button.proof-card__unfold-all");
+  if (!all) return;
+  const open = all.getAttribute("aria-expanded") !== "true";
+  for (const button of all.closest(".proof-card").querySelectorAll("button.proof-card__fold")) proofFold(button, open);
+  all.setAttribute("aria-expanded", String(open));
+  all.textContent = open ? "Fold it again" : "Show the whole file";
+});
+
+// ---- a link's target inside a closed box ----------------------------------------------------------
+
+function proofReveal(id) {
+  let target = null;
+  try {
+    target = id && document.getElementById(decodeURIComponent(id));
+  } catch (error) {
+    return null;
+  }
+  for (let box = target && target.closest("details:not([open])"); box; box = box.closest("details:not([open])")) {
+    box.open = true;
+  }
+  return target;
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target instanceof Element ? event.target.closest("a[href*='#']") : null;
+  if (!link || event.defaultPrevented) return;
+  const url = new URL(link.href, location.href);
+  if (url.origin + url.pathname === location.origin + location.pathname) proofReveal(url.hash.slice(1));
+});
+
+function proofRevealHash() {
+  const target = proofReveal(location.hash.slice(1));
+  if (target) requestAnimationFrame(() => target.scrollIntoView());
+}
+
+addEventListener("hashchange", proofRevealHash);
+if (typeof document$ !== "undefined") {
+  document$.subscribe(() => location.hash && proofRevealHash());
+} else if (location.hash) {
+  addEventListener("DOMContentLoaded", proofRevealHash);
+}

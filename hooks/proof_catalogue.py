@@ -70,6 +70,7 @@ def catalogue_markdown(entries: list[Entry]) -> str:
     ran = [e for e in entries if e.outcome]
     failed = sum(e.outcome.status not in (OK, ABSENT) for e in ran)
     claims = [judged.held for entry in entries for judged in entry.claims]
+    unchecked = sum(not judged.applies for entry in entries for judged in entry.claims)
     lines = [
         "# Proofs",
         "",
@@ -78,7 +79,9 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         "",
         f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
         f"{len(entries) - len(ran)} cited by no page."
-        + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build." if claims else ""),
+        + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build" if claims else "")
+        + (f", {unchecked} are not checked on this machine (their guard does not hold here)." if unchecked else
+           "." if claims else ""),
     ]
     for home, group in _groups(entries):
         lines += ["", f"## {home.title if home else 'On no page'}", "", _group_line(home, group), ""]
@@ -127,15 +130,21 @@ def _row(entry: Entry) -> str:
 
 
 def claims_cell(claims: list[Judged]) -> str:
-    """How many claims pages make about a proof, how many hold, and the thinnest margin among
-    those: '3, all hold; thinnest margin 23%', '1 of 2 holds'."""
+    """How many claims pages make about a proof, how many hold, how many are not checked on this
+    machine (their guard does not hold), and the thinnest margin among those that hold:
+    '3, all hold; thinnest margin 23%', '1 of 2 holds', '2 of 3 hold, 1 not checked here'."""
     if not claims:
         return "none"
     held = sum(judged.held for judged in claims)
+    unchecked = sum(not judged.applies for judged in claims)
     if held == len(claims):
         cell = f"{held}, {'it holds' if held == 1 else 'all hold'}"
+    elif held + unchecked == len(claims) and not held:
+        cell = f"{unchecked}, {'it is' if unchecked == 1 else 'all'} not checked here"
     else:
         cell = f"{held} of {len(claims)} {'holds' if held == 1 else 'hold'}"
+        if unchecked:
+            cell += f", {unchecked} not checked here"
     margin = thinnest(claims)
     return cell + (f"; thinnest margin {margin_text(margin)}" if margin is not None else "")
 

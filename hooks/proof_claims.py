@@ -6,6 +6,7 @@ comes a condition on the proof's module-level values. ``parse`` reads it into a 
 
 The language, loosest binding first::
 
+    claim      :=  ["when" condition ":"] condition               # a guard, then what is claimed
     condition  :=  and ("or" and)*
     and        :=  not ("and" not)*
     not        :=  "not" not  |  comparison
@@ -17,7 +18,18 @@ The language, loosest binding first::
 
 A name's value must be a number, or a boolean standing where a condition goes
 (``#?grad_matches``, ``#?returned and fill_ms > 2 * refill_ms``). Arithmetic and comparisons
-take numbers only. This module imports nothing of the build.
+take numbers only.
+
+A **guard** names the facts of the machine a sentence depends on, as the proof reports them:
+``#?when x86_64 and not native_bf16: bf16_vs_i16 > 1.25``. Where the guard holds, the claim is
+judged as any other. Where it does not, nothing is judged: the claim *does not apply* on this
+machine, and says so, never holding by default. A guard reads facts, not measurements: booleans
+and whole numbers only (a float in a guard is an error), so it cannot be a claim in disguise.
+The names of the condition must still be defined by the proof, so a typo shows on every machine.
+
+A claim is *exact* when it reads no measured float (booleans, whole numbers, ``==``/``!=``): it
+has no margin, and pages show it as a checked fact rather than a judgement. This module imports
+nothing of the build.
 """
 
 from __future__ import annotations
@@ -33,10 +45,11 @@ COMPARISONS = ("<=", ">=", "==", "!=", "<", ">")
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@(?P<machine>[A-Za-z0-9-]+))?"
-    r"|(?P<op><=|>=|==|!=|<|>|[-+*/()]))"
+    r"|(?P<op><=|>=|==|!=|<|>|[-+*/():]))"
 )
-_KEYWORDS = ("and", "or", "not")
-HELP = "a condition holds names, numbers, < <= > >= == !=, and/or/not, parentheses and + - * /"
+_KEYWORDS = ("and", "or", "not", "when")
+HELP = ("a condition holds names, numbers, < <= > >= == !=, and/or/not, parentheses and + - * /, "
+        "after an optional guard 'when FACTS:'")
 
 
 class ClaimError(ValueError):
@@ -53,11 +66,22 @@ class Token:
 
 @dataclass(frozen=True)
 class Condition:
-    """A parsed condition: its tree, its canonical text, and the names it reads."""
+    """A parsed claim: its condition's tree, its guard's (or None), its canonical text, the names it reads."""
 
     tree: tuple
-    text: str
-    names: tuple[str, ...]  # "name" or "name@machine", in order of first appearance
+    text: str  # the whole claim, guard included, written one way
+    names: tuple[str, ...]  # "name" or "name@machine", in order of first appearance, guard included
+    guard: tuple | None = None  # the facts the claim depends on; None: it applies everywhere
+    guard_text: str | None = None  # e.g. "x86_64 and not native_bf16"
+    condition_text: str | None = None  # the condition alone, after the guard (None: the whole text)
+
+    @property
+    def claimed(self) -> str:
+        """The condition alone, without its guard."""
+        return self.condition_text or self.text
+
+    def guard_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.names if name in _tree_names(self.guard)) if self.guard else ()
 
 
 @dataclass(frozen=True)
@@ -66,14 +90,17 @@ class Verdict:
     values: dict  # {"name" or "name@machine": value as read}
     condition: Condition
     margin: float | None = None  # how far from flipping, as a fraction (see margin()); None: exact
+    applies: bool = True  # False: the guard does not hold here, and nothing was judged
 
     def check(self) -> str:
         """What was checked and what was seen, e.g. ``matmul_speedup = 1.63 > 1.2``."""
+        if not self.applies:
+            return f"not checked on this machine: it needs {self.condition.guard_text}; here {self.seen()}"
         simple = _simple_form(self.condition)
         if simple:
             name, rest = simple
             return f"{name} = {shown(self.values[name])} {rest}".rstrip()
-        return f"{self.seen()}: {self.condition.text}"
+        return f"{self.seen()}: {self.condition.claimed}"
 
     def seen(self) -> str:
         """The values the condition read, e.g. ``a = 1.5, b = 0.2``."""
@@ -81,10 +108,12 @@ class Verdict:
 
     def needs(self) -> str:
         """What the values fell short of, e.g. ``matmul_speedup = 0.85, needs > 1.2``."""
+        read = _tree_names(self.condition.tree)  # the guard held: what fell short is the condition's
+        seen = ", ".join(f"{name} = {shown(value)}" for name, value in self.values.items() if name in read)
         simple = _simple_form(self.condition)
         if simple:
-            return f"{self.seen()}, needs {simple[1] or 'True'}"
-        return f"{self.seen()}, needs {self.condition.text}"
+            return f"{seen}, needs {simple[1] or 'True'}"
+        return f"{seen}, needs {self.condition.claimed}"
 
 
 def parse(text: str) -> Condition:
@@ -95,14 +124,30 @@ def parse(text: str) -> Condition:
     if not tokens:
         raise ClaimError(f"the condition after '#?' is empty; {HELP}")
     parser = _Parser(tokens)
+    guard, guard_text, body = None, None, tokens
+    if tokens[0].kind == "keyword" and tokens[0].text == "when":
+        parser.position = 1
+        guard = parser.condition()
+        colon = parser.take(":")
+        if colon is None:
+            raise ClaimError("a guard is written 'when FACTS: CONDITION', e.g. 'when x86_64: speedup > 1.2'; "
+                             f"the ':' after the guard is missing")
+        _require(guard, "truth", "the guard after 'when' is a condition on facts of the machine, not a number")
+        guard_text, body = _canonical(tokens[1 : parser.position - 1]), tokens[parser.position :]
+        if not body:
+            raise ClaimError(f"the guard 'when {guard_text}:' guards nothing: write the claim after the ':'")
     tree = parser.condition()
     if parser.position < len(tokens):
         token = tokens[parser.position]
+        if token.text == "when":
+            raise ClaimError(f"'when' at column {token.column}: a guard comes first, 'when FACTS: CONDITION', "
+                             "and only once")
         raise ClaimError(f"unexpected '{token.text}' at column {token.column}; {HELP}")
     if _kind(tree) == "number":
-        raise ClaimError(f"'{_canonical(tokens)}' is a number, not a claim: compare it, e.g. '> 1'")
+        raise ClaimError(f"'{_canonical(body)}' is a number, not a claim: compare it, e.g. '> 1'")
     names = tuple(dict.fromkeys(_key(t) for t in tokens if t.kind == "name"))
-    return Condition(tree, _canonical(tokens), names)
+    text = _canonical(body) if guard is None else f"when {guard_text}: {_canonical(body)}"
+    return Condition(tree, text, names, guard, guard_text, _canonical(body) if guard is not None else None)
 
 
 def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> Verdict:
@@ -115,9 +160,23 @@ def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> 
             values[key] = _value(key, lookup(name, machine))
         return values[key]
 
+    if condition.guard is not None:
+        for key in condition.guard_names():
+            name, _, machine = key.partition("@")
+            if isinstance(read(name, machine or None), float):
+                raise ClaimError(f"the guard reads '{key}' = {shown(values[key])}, a measurement: a guard names "
+                                 "facts of the machine (booleans, whole numbers); put the comparison after the ':'")
+        applies = _truth(_evaluate(condition.guard, read), condition.guard)
+        if not applies:
+            for key in condition.names:  # defined, though not judged here: a typo shows on every machine
+                if key not in values:
+                    name, _, machine = key.partition("@")
+                    lookup(name, machine or None)
+            return Verdict(False, dict(values), condition, None, applies=False)
     for key in condition.names:  # read every name, so a message can show them all
         name, _, machine = key.partition("@")
         read(name, machine or None)
+    _no_default(condition.tree, read)
     held = _evaluate(condition.tree, read)
     if not isinstance(held, bool):  # a lone name that holds a number
         raise ClaimError(f"'{condition.text}' is a number ({shown(held)}), not a claim: compare it, e.g. '> 1'")
@@ -301,6 +360,41 @@ class _Parser:
             self.depth -= 1
 
 
+def _no_default(tree: tuple, read: Callable) -> None:
+    """Refuse an ``or`` that holds on a bare fact while its other side measures something:
+    ``not x86_64 or speedup > 2`` holds wherever x86_64 is False, where nothing was measured.
+    Such a claim is what a guard is for: ``when x86_64: speedup > 2``."""
+    if not isinstance(tree, tuple) or not tree:
+        return
+    if tree[0] == "or":
+        facts = [side for side in tree[1:] if _bare_fact(side, read)]
+        if facts and len(facts) < len(tree) - 1:
+            side = facts[0]
+            negated = side[0] == "not"
+            name = _describe(side[1] if negated else side)
+            written = f"not {name}" if negated else name
+            guard = name if negated else f"not {name}"
+            raise ClaimError(f"'{written} or ...' holds wherever {name} is {'False' if negated else 'True'}, where "
+                             f"nothing is measured: guard the claim instead, 'when {guard}: ...'")
+    for part in tree[1:]:
+        if isinstance(part, tuple) and part and isinstance(part[0], str):
+            _no_default(part, read)
+
+
+def _bare_fact(tree: tuple, read: Callable) -> bool:
+    """A boolean name standing alone, or negated."""
+    inner = tree[1] if tree[0] == "not" else tree
+    return inner[0] == "name" and isinstance(read(inner[1], inner[2]), bool)
+
+
+def _tree_names(tree: tuple) -> set[str]:
+    """The names (``name`` or ``name@machine``) a tree reads."""
+    if tree[0] == "name":
+        return {tree[1] if tree[2] is None else f"{tree[1]}@{tree[2]}"}
+    return {name for part in tree[1:] if isinstance(part, tuple) and part and isinstance(part[0], str)
+            for name in _tree_names(part)}
+
+
 def _kind(tree: tuple) -> str:
     """'number', 'truth', or 'value' (a name: which one is known only once the proof ran)."""
     head = tree[0]
@@ -421,6 +515,8 @@ def margin_text(margin: float | None) -> str | None:
         return None
     if math.isnan(margin):
         return "unknown"
+    if margin > 1:
+        return "over 100%"  # far from flipping: how far is no longer worth a number
     percent = margin * 100
     return f"{percent:.1f}%" if abs(percent) < 10 else f"{percent:.0f}%"
 
@@ -464,14 +560,15 @@ def _compare(op: str, left: float, right: float) -> bool:
 def _simple_form(condition: Condition) -> tuple[str, str] | None:
     """``name OP rest`` with the name read once: (name, 'OP rest'), so messages can read naturally."""
     tree = condition.tree
+    names = [name for name in condition.names if name in _tree_names(tree)]
     if tree[0] == "name":
-        return condition.names[0], ""
-    if tree[0] != "compare" or len(tree[1]) != 1 or tree[2][0] != "name" or len(condition.names) != 1:
+        return names[0], ""
+    if tree[0] != "compare" or len(tree[1]) != 1 or tree[2][0] != "name" or len(names) != 1:
         return None
-    name = condition.names[0]
-    if condition.text.count(name) != 1 or not condition.text.startswith(name + " "):
+    name, text = names[0], condition.claimed
+    if text.count(name) != 1 or not text.startswith(name + " "):
         return None
-    return name, condition.text[len(name) + 1:]
+    return name, text[len(name) + 1:]
 
 
 @dataclass(frozen=True)
@@ -482,6 +579,14 @@ class Judged:
     check: str  # what was checked, for the claim's title: "matmul_speedup = 1.63 > 1.2"
     problem: str | None  # why it does not hold, for the warning; None when it holds
     margin: float | None = None  # how far from flipping (Verdict.margin); None: exact, or not judged
+    applies: bool = True  # False: its guard does not hold on this machine; neither held nor failed
+    condition: str = ""  # the condition as written one way, for the claim's popover
+    seen: str = ""  # the values it read, e.g. "matmul_speedup = 1.63"
+
+    @property
+    def state(self) -> str:
+        """'held', 'failed', or 'unchecked' (its guard does not hold here)."""
+        return "unchecked" if not self.applies else "held" if self.held else "failed"
 
 
 def judge_claim(condition: str, values: Mapping[str, object], proof: str, failure: str | None,
@@ -494,8 +599,12 @@ def judge_claim(condition: str, values: Mapping[str, object], proof: str, failur
     """
     parsed = parse(condition)
     if failure is not None and any("@" not in name for name in parsed.names):
-        return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked")
+        return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked",
+                      condition=parsed.text, seen=f"{proof} {failure}")
     verdict = judge(parsed, values_lookup(values, proof, recorded))
+    said = dict(condition=parsed.text, seen=verdict.seen())
+    if not verdict.applies:
+        return Judged(False, verdict.check(), None, None, applies=False, **said)
     if verdict.held:
-        return Judged(True, verdict.check(), None, verdict.margin)
-    return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})", verdict.margin)
+        return Judged(True, verdict.check(), None, verdict.margin, **said)
+    return Judged(False, verdict.needs(), f"{verdict.needs()} ({proof})", verdict.margin, **said)

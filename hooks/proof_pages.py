@@ -23,11 +23,12 @@ from proof_verdicts import Claim, Verdicts
 
 class Knowledge:
     def __init__(self, runs: Runs, recordings: dict, relative_url: Callable[[str, str], str],
-                 thin_margin: float | None = None):
+                 thin_margin: float | None = None, strict: bool = False, authors: bool = False):
         self.runs = runs
         self.recordings = recordings  # {label: {proof: Recording}} (proof_recordings.read_all)
         self.relative_url = relative_url  # (target URL, from page URL) -> a URL relative to the page
-        self.verdicts = Verdicts(thin_margin)  # every claim pages make, judged once per build
+        self.verdicts = Verdicts(thin_margin, strict)  # every claim pages make, judged once per build
+        self.authors = authors  # cards list the claims on them, with margins (mkdocs serve)
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
         self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source
@@ -162,8 +163,10 @@ class Knowledge:
                     made.update(contents)
         return made
 
-    def card_runs(self, proof: str, outcome, page_url: str) -> list[dict]:
-        """What the card shows as runs: this build's first (if it ran here), then each recording."""
+    def card_runs(self, proof: str, outcome, page_url: str, page_machine: tuple | None = None) -> list[dict]:
+        """What the card shows as runs: this build's first (if it ran here), then each recording.
+        This build's stamp says only what differs from ``page_machine``, which the page states once;
+        a recording's names its machine in full."""
         runs = [] if outcome.status == ABSENT else [(None, outcome)]
         runs += [(recording.label, recording) for recording in self.recorded(proof)]
         shown = []
@@ -172,17 +175,21 @@ class Knowledge:
                             dark=self.relative_url(figure.dark, page_url))
                        for figure in self.figures.get((proof, label), [])]
             shown.append({"label": label or "This build", "run": run, "figures": figures,
-                          "stale": self.stale(run) if label else None, "stamp": proof_render.stamp_line(run)})
+                          "stale": self.stale(run) if label else None,
+                          "stamp": proof_render.stamp_line(run, None if label else page_machine)})
         return shown
 
     def card_claims(self, proof: str, page_url: str) -> list[dict]:
-        """What every page claims from ``proof``, judged against this build, for the card to list."""
+        """What every page claims from ``proof``, judged against this build, for the card to list
+        to authors (under ``mkdocs serve``); readers open each claim where it stands instead."""
+        if not self.authors:
+            return []
         shown = []
         for claim in self.verdicts.claims.get(proof, []):
             judged = self.verdicts.verdict(claim)
             if isinstance(judged, proof_claims.ClaimError):
                 judged = proof_claims.Judged(False, f"cannot be checked: {judged}", str(judged))
-            shown.append({"text": claim.link.text, "page": claim.title, "held": judged.held, "check": judged.check,
+            shown.append({"text": claim.link.text, "page": claim.title, "state": judged.state, "check": judged.check,
                           "href": self.relative_url(claim.page_url, page_url) + "#" + claim.id,
                           "margin": proof_claims.margin_text(judged.margin) if judged.held else None,
                           "retry": self.verdicts.retry_note(claim)})

@@ -1,9 +1,17 @@
 """Stage 4: turn outcomes into what the reader sees.
 
 Pure string builders: the proof card (its markup lives in ``proof_card.html``), a value or a
-claim as a Markdown link. Everything a proof printed is escaped as text; the only markup a
-card carries from elsewhere is Pygments' highlighting of the proof's own source. Figures are
-files (proof_assets.py) that the card shows as images.
+claim as it stands in the page's Markdown, and the line that says where a page's numbers were
+measured. Everything a proof printed is escaped as text; the only markup a card carries from
+elsewhere is Pygments' highlighting of the proof's own source. Figures are files
+(proof_assets.py) that the card shows as images.
+
+What a reader tells apart at a glance (proof_card.css): a *value* (``proof-value``: reads as a
+number), a *judgement* (a claim that compares a measured float, ``proof-claim--judgement``: it
+carries the mark), a *fact* (an exact claim, ``proof-claim--fact``: quiet in running text, as loud
+as any when it fails) and a claim *not checked on this machine* (its guard does not hold). A
+claim's words open a popover (proof_card.js) with its condition, the values it read, its verdict
+and any second run, from the ``data-`` attributes written here.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import re
 import jinja2
 from markupsafe import Markup, escape
 from proof_assets import highlighted
+from proof_claims import Judged
 from proof_launch import ABSENT, FAILED, OK, TIMED_OUT, Outcome, markers
 from proof_links import LinkError, ProofLink
 
@@ -35,7 +44,10 @@ def anchor(proof: str) -> str:
 
 def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str, runs: list[dict] | None = None,
          source_url: str | None = None, claims: list[dict] = ()) -> str:
-    """The proof card's HTML.
+    """The proof card's HTML. At load it shows the proof's name, its summary and its figures;
+    its source, what it printed and (for authors) the claims on it are each one click away,
+    unless the proof asks for them open (``# proof: show-source``, ``# proof: show-output``) or
+    unfolds part of its source (lines between ``# proof: unfold`` and ``# proof: fold``).
 
     ``runs``: what to show as runs, this build's first, then each recording (several make tabs):
     dicts with ``label``, ``run`` (an Outcome or a Recording), ``stale`` (why, or None),
@@ -45,28 +57,72 @@ def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str,
     ``source_url``: where the highlighted source waits: a folded source is fetched when the
     reader opens it, an unfolded one (``# proof: show-source``) shows as plain text and is
     highlighted once the page has loaded. Without one, the card holds it highlighted.
-    ``claims``: what pages claim from this proof, each a dict with text, page, href, held and
-    check (see proof_claims.Judged).
+    ``claims``: what pages claim from this proof, each a dict with text, page, href, state,
+    check, margin and retry (see proof_pages.card_claims); the build passes them to authors only.
     """
     name, marks = proof.rsplit("/", 1)[-1], markers(source)
-    source_open = "show-source" in marks
+    parts = unfolded_parts(source)
+    source_open = "show-source" in marks or parts is not None
     return _TEMPLATES.get_template("proof_card.html").render(
         id=card_id,
         name=name,
         summary=_inline_code(summary(source)),
         source_code=escape(source) if source_url else Markup(highlighted(source)),
-        source_url=source_url,
-        source_lines=source.count("\n") + (not source.endswith("\n")),
+        source_url=None if parts is not None else source_url,
+        source_open=source_open,
+        partial=_partial_source(source, parts) if parts is not None else None,
+        source_text=source,
+        source_lines=_count_lines(source),
         download=download,
         install=install_line(source, outcome, name),
+        variant=install_variant(source, outcome),
         outcome=outcome,
         ok=outcome.status == OK or (outcome.status == ABSENT and bool(runs)),
         expected=marks.get("raises"),
-        source_open=source_open,
+        output_open="show-output" in marks,
         runs=runs if runs is not None else [
             {"label": "This build", "run": outcome, "stale": None, "figures": [], "stamp": stamp_line(outcome)}],
         claims=[dict(claim, text=_inline_code(claim["text"])) for claim in claims],
+        lines=_count_lines,
     )
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (bool(text) and not text.endswith("\n"))
+
+
+_FOLD_MARK = re.compile(r"^[ \t]*#\s*proof:\s*(?P<mark>unfold|fold)\s*$")
+
+
+def unfolded_parts(source: str) -> list[tuple[int, int]] | None:
+    """The line ranges (0-based, end excluded) a card shows unfolded: the lines between each
+    ``# proof: unfold`` and the next ``# proof: fold`` (or the end). None: the source has no such
+    mark, and is folded or shown whole."""
+    parts, start = [], None
+    for number, line in enumerate(source.split("\n")):
+        mark = _FOLD_MARK.match(line)
+        if mark and mark["mark"] == "unfold" and start is None:
+            start = number + 1
+        elif mark and mark["mark"] == "fold" and start is not None:
+            parts.append((start, number))
+            start = None
+    if start is not None:
+        parts.append((start, _count_lines(source)))
+    return [part for part in parts if part[1] > part[0]] or None
+
+
+def _partial_source(source: str, parts: list[tuple[int, int]]) -> list[dict]:
+    """The highlighted source in runs of lines, each shown or folded in place:
+    [{"shown": bool, "html": Markup, "lines": count}]."""
+    lines = highlighted(source).split("\n")[: _count_lines(source)]
+    runs, position = [], 0
+    for start, end in parts + [(len(lines), len(lines))]:
+        if start > position:
+            runs.append({"shown": False, "lines": start - position, "html": Markup("\n".join(lines[position:start]) + "\n")})
+        if end > start:
+            runs.append({"shown": True, "lines": end - start, "html": Markup("\n".join(lines[start:end]) + "\n")})
+        position = max(position, end)
+    return runs
 
 
 def summary(source: str) -> str:
@@ -93,6 +149,28 @@ def install_line(source: str, outcome: Outcome, name: str) -> str:
     return f"pip install {' '.join(pins)} && python {name}" if pins else f"python {name}"
 
 
+# A local variant of torch's version (2.13.0+cpu) names the build, which PyTorch's own index serves.
+_VARIANTS = ((re.compile(r"cpu"), "the build for CPUs only"), (re.compile(r"cu(\d+)(\d)"), "the CUDA {0}.{1} build"),
+             (re.compile(r"rocm([\d.]+)"), "the ROCm {0} build"), (re.compile(r"xpu"), "the Intel GPU build"))
+TORCH_INDEX = "https://download.pytorch.org/whl/"
+
+
+def install_variant(source: str, outcome: Outcome) -> dict | None:
+    """Where the torch that ran is a local variant such as ``2.13.0+cpu`` (PyPI's plain wheel for
+    Linux is another build), what that build is and the line that installs it:
+    {"version", "what", "line"}; None for a plain version or a proof that does not import torch."""
+    version = outcome.stamp.get("torch") or ""
+    if "torch" not in imported_packages(source) or "+" not in version:
+        return None
+    local = version.split("+", 1)[1]
+    what = next((label.format(*match.groups()) for pattern, label in _VARIANTS
+                 if (match := pattern.fullmatch(local))), f"the {local} build")
+    pins = [f"torch=={version}"] + [f"{package}=={outcome.stamp[package]}" for package in imported_packages(source)
+                                     if package != "torch" and outcome.stamp.get(package)]
+    return {"version": version, "what": what,
+            "line": f"pip install {' '.join(pins)} --extra-index-url {TORCH_INDEX}{local}"}
+
+
 def imported_packages(source: str) -> list[str]:
     """Which of torch and matplotlib the script imports, even in code it hands a subprocess."""
     found = []
@@ -102,12 +180,19 @@ def imported_packages(source: str) -> list[str]:
     return found
 
 
-def stamp_line(run) -> str:
+def stamp_line(run, page: tuple | None = None) -> str:
     """Where, when and how long the proof ran, as a sentence: "Ran for 1.23 s on ...", "Ran for
     0.41 s on ..., then failed", or "Stopped after 5.0 s on ..." for a proof stopped at its time
-    limit. ``run`` is an Outcome or a Recording; a stopped proof's stamp holds what the build knew."""
-    where = ", ".join(_where(run.stamp))
-    on = f" on {where}" if where else ""
+    limit. ``run`` is an Outcome or a Recording; a stopped proof's stamp holds what the build knew.
+
+    ``page``: the machine and day the page states once (``page_machine``); the stamp then says
+    only what differs from them ("Ran for 0.41 s (from the cache).", "Ran for 0.41 s at
+    2026-11-28 09:00 UTC.")."""
+    facts, day = machine_facts(run.stamp), _day(run.stamp)
+    if page is not None:
+        facts = [part for part in facts if part not in page[0]] if facts != page[0] else []
+    when = run.stamp.get("date") if page is None or (day and day != page[1]) else None
+    on = (f" on {', '.join(facts)}" if facts else "") + (("," if facts else "") + f" at {when}" if when else "")
     if run.status == FAILED and (run.error or "").startswith(TIMED_OUT):
         sentence = f"Stopped after {run.duration_s:.1f} s{on}"
     else:
@@ -115,17 +200,40 @@ def stamp_line(run) -> str:
     return sentence + (" (from the cache)." if run.cached else ".")
 
 
-def _where(stamp: dict) -> list[str]:
-    """The stamp's facts, as the phrases of a sentence: machine (cores), OS, versions, device, date."""
+def machine_facts(stamp: dict) -> list[str]:
+    """The machine a stamp names, as phrases: machine (cores), OS, Python, torch, matplotlib, device."""
     machine = stamp.get("machine")
     if machine and stamp.get("cores"):
         machine += f" ({stamp['cores']} cores)"
     python = stamp.get("python") and f"Python {stamp['python']}"
     parts = [machine, stamp.get("os"), python]
     parts += [f"{package} {stamp[package]}" for package in ("torch", "matplotlib") if stamp.get(package)]
-    parts += [stamp.get("device") and f"device: {stamp['device']}", stamp.get("date") and f"at {stamp['date']}"]
+    parts += [stamp.get("device") and f"device: {stamp['device']}"]
     return [part for part in parts if part]
 
+
+def _day(stamp: dict) -> str | None:
+    return (stamp.get("date") or "").split(" ")[0] or None
+
+
+def page_machine(runs: list) -> tuple[list[str], str | None] | None:
+    """The machine and day most of a page's runs (this build's) name: what the page states once."""
+    stamps = [(tuple(machine_facts(run.stamp)), _day(run.stamp)) for run in runs if machine_facts(run.stamp)]
+    if not stamps:
+        return None
+    facts, day = max(set(stamps), key=lambda pair: (stamps.count(pair), pair[1] or ""))
+    return list(facts), day
+
+
+def page_stamp(page: tuple[list[str], str | None]) -> str:
+    """The line under a page's title that states, once, where its numbers were measured: the
+    machine, its OS, Python and torch (every fact, the OS's release and matplotlib too, in its title)."""
+    facts, day = page
+    short = [fact.split(" ")[0] if index == 1 and not fact.startswith(("Python", "torch")) else fact
+             for index, fact in enumerate(facts) if not fact.startswith(("matplotlib", "device: cpu"))]
+    when = f" on {day}" if day else ""
+    return (f'<p class="proof-page-stamp" title="{escape(", ".join(facts))}">Measured{when}, when this site was '
+            f'built, on {escape(", ".join(short))}.</p>')
 
 def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
     """The value a VALUE link names, formatted; a LinkError says what is wrong with the link."""
@@ -154,6 +262,12 @@ def markdown_link(text: str, href: str, title: str) -> str:
     return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
 
 
+def value_markdown(text: str, href: str, title: str) -> str:
+    """A measured value as it stands in the page: its text, literally, linked to its card (a
+    Markdown link, so MkDocs resolves its target as it does any page's)."""
+    return f'<span class="proof-value">{markdown_link(text, href, title)}</span>'
+
+
 _FOLDED_SOURCE = re.compile(r'(<div class="highlight" id="[^"]*" data-proof-source="[^"]*">)<pre>.*?</pre>(</div>)',
                             re.DOTALL)
 
@@ -164,12 +278,22 @@ def without_folded_sources(html: str) -> str:
     return _FOLDED_SOURCE.sub(r"\1\2", html)
 
 
-def claim_markdown(text: str, href: str, held: bool, check: str, claim_id: str) -> str:
-    """A claim as it stands in the page: its text linked to the card, marked checked or failed,
-    with the check and the values it saw in the title."""
-    state, said = ("held", "checked when built") if held else ("failed", "does not hold")
-    title = f"{said}: {check}".replace('"', "'")
-    return f'<span class="proof-claim proof-claim--{state}" id="{claim_id}">[{text}]({href} "{title}")</span>'
+_SAID = {"held": "checked when built", "failed": "does not hold", "unchecked": "not checked on this machine"}
+
+
+def claim_markdown(text: str, href: str, judged: Judged, claim_id: str, proof: str, note: str | None = None) -> str:
+    """A claim as it stands in the page: its words (Markdown, kept) linked to the card, as a
+    judgement or an exact fact, held, failed or not checked here. Its ``data-`` attributes hold
+    what its popover says: the condition, the values it read, and a note (a second run, or why
+    it was not checked here); the title says it in one line, for a pointer that hovers."""
+    kind = "judgement" if judged.margin is not None else "fact"
+    check = judged.check.removeprefix("not checked on this machine: ")
+    title = f"{_SAID[judged.state]}: {check}"
+    data = {"condition": judged.condition, "seen": judged.seen, "proof": proof, "note": note or ""}
+    attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
+    title = title.replace('"', "'")
+    return (f'<span class="proof-claim proof-claim--{kind} proof-claim--{judged.state}" id="{claim_id}"{attributes}>'
+            f'[{text}]({href} "{title}")</span>')
 
 
 def claim_anchor(proof: str, ordinal: int) -> str:

@@ -21,6 +21,7 @@ from proof_launch import ABSENT, OK
 from proof_pages import Knowledge
 
 _TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_H1_END = re.compile(r"</h1>", re.IGNORECASE)
 _CARD_IDS = re.compile(r'<div class="proof-card[^"]*" id="([^"]+)"')
 _CLAIM_IDS = re.compile(r'<span class="proof-claim[^"]*" id="([^"]+)"')
 
@@ -40,7 +41,8 @@ class Page:
 class Rewritten:
     markdown: str
     cards: dict[str, str] = field(default_factory=dict)  # token -> the card's HTML
-    messages: list[tuple[str, str]] = field(default_factory=list)  # ("warning" or "error", text)
+    messages: list[tuple[str, str]] = field(default_factory=list)  # ("error", "warning" or "info", text)
+    stamp: str | None = None  # the line under the title saying where the page's numbers were measured
 
 
 def scan(markdown: str, page: Page, proofs_dir: str) -> tuple[str, list] | None:
@@ -65,7 +67,9 @@ def rewrite(markdown: str, page: Page, know: Knowledge, token: str) -> Rewritten
     if page.offset:  # lines as the author's file has them
         links = [replace(link, line=link.line + page.offset) for link in links]
     resolved = proof_links.resolve(links, know.runs.proofs_dir)
-    writer = _Writer(page, know, token, {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD})
+    machine = _page_machine(resolved, know)
+    writer = _Writer(page, know, token, {proof for link, proof, _ in resolved if proof and link.kind == proof_links.CARD},
+                     machine)
     claim_ids = Knowledge.claim_ids(resolved)
     pieces, last = [], 0
     for link, proof, error in resolved:
@@ -73,13 +77,30 @@ def rewrite(markdown: str, page: Page, know: Knowledge, token: str) -> Rewritten
         last = link.end
         pieces.append(writer.link(link, proof, error, claim_ids.get(link.start)))
     pieces.append(markdown[last:])
-    return Rewritten("".join(pieces), writer.cards, writer.messages)
+    stamp = proof_render.page_stamp(machine) if machine is not None else None
+    return Rewritten("".join(pieces), writer.cards, writer.messages, stamp)
 
 
-def place_cards(html: str, cards: dict[str, str]) -> str:
-    """The page's HTML with each card token (alone in its paragraph, as a card link stands) replaced."""
+def _page_machine(resolved: list, know: Knowledge) -> tuple | None:
+    """The machine and day the page states once: those of most of this build's runs it shows."""
+    proofs = dict.fromkeys(proof for link, proof, error in resolved
+                           if proof and not error and link.kind != proof_links.REF and link.machine is None)
+    return proof_render.page_machine([outcome for proof in proofs
+                                      if (outcome := know.runs.outcome(proof)).status != ABSENT])
+
+
+
+
+def place_cards(html: str, cards: dict[str, str], stamp: str | None = None) -> str:
+    """The page's HTML with each card token (alone in its paragraph, as a card link stands) replaced,
+    and the ``stamp`` line after its first heading (at the top when it has none). The stamp goes in
+    once the page is HTML, so that the Markdown keeps the author's lines for later stages' messages."""
     for token, card in cards.items():
         html = html.replace(f"<p>{token}</p>", card).replace(token, card)
+    if stamp:
+        title = _H1_END.search(html)
+        at = title.end() if title else 0
+        html = f"{html[:at]}\n{stamp}{html[at:]}"
     return html
 
 
@@ -91,8 +112,8 @@ def anchor_ids(html: str) -> set[str]:
 class _Writer:
     """Writes what stands where each link of one page was, and collects the messages."""
 
-    def __init__(self, page: Page, know: Knowledge, token: str, here: set):
-        self.page, self.know, self.token, self.here = page, know, token, here
+    def __init__(self, page: Page, know: Knowledge, token: str, here: set, machine: tuple | None):
+        self.page, self.know, self.token, self.here, self.machine = page, know, token, here, machine
         self.cards: dict[str, str] = {}
         self.shown_cards: list[str] = []
         self.messages: list[tuple[str, str]] = []
@@ -125,7 +146,7 @@ class _Writer:
             outcome,
             download=self.know.relative_url(f"proofs/{proof}", url),
             card_id=proof_render.anchor(proof) + (f"-{occurrence + 1}" if occurrence else ""),
-            runs=self.know.card_runs(proof, outcome, url),
+            runs=self.know.card_runs(proof, outcome, url, self.machine),
             source_url=self.know.source_url(proof, url),
             claims=self.know.card_claims(proof, url),
         )
@@ -135,11 +156,11 @@ class _Writer:
         try:
             run, where = self.know.value_source(link, proof, outcome)
             if run.status != OK:
-                return proof_render.markdown_link("?", href, f"{link.variable}: proofs/{proof} failed{where}")
+                return proof_render.value_markdown("?", href, f"{link.variable}: proofs/{proof} failed{where}")
             text = proof_render.value_text(link, f"proofs/{proof}", run)
         except proof_links.LinkError as error:
             return self.broken(link, error)
-        return proof_render.markdown_link(text, href, f"{link.variable}, measured by proofs/{proof}{where}")
+        return proof_render.value_markdown(text, href, f"{link.variable}, measured by proofs/{proof}{where}")
 
     def claim(self, link, proof: str, claim_id: str) -> str:
         """A claim as judged once for the build (proof_verdicts.py); a WARNING where it does not settle."""
@@ -148,10 +169,12 @@ class _Writer:
         if isinstance(judged, proof_claims.ClaimError):
             broken = self.broken(link, proof_links.LinkError(f"claim {link.written}: {judged}"))
             return f'<span id="{claim_id}">{broken}</span>'  # the card's list of claims links here
-        warning = self.know.verdicts.warning(claim, proof)
-        if warning:
-            self.messages.append(("warning", warning))
-        return proof_render.claim_markdown(link.text, self.card_href(proof), judged.held, judged.check, claim_id)
+        message = self.know.verdicts.message(claim, proof)
+        if message:
+            self.messages.append(message)
+        note = self.know.verdicts.retry_note(claim)
+        return proof_render.claim_markdown(link.text, self.card_href(proof), judged, claim_id, proof.rsplit("/", 1)[-1],
+                                           note)
 
     def not_ok(self, link, proof: str, outcome) -> None:
         where = f"{self.page.shown}:{link.line}: proofs/{proof}"

@@ -3,11 +3,20 @@
 Pages make claims about proofs; proof_claims.py reads and judges one condition. Once every cited
 proof has its outcome, ``Verdicts.settle`` judges each claim against it. A claim *settles* when it
 holds by at least the site's thin margin (``extra: proofs: thin_margin:`` in mkdocs.yml; any
-margin when none is set). A proof with a claim that did not settle runs once more, alone, and its
-claims are judged against that second run; the card and the log say so ("held on the second
-run; the first measured ..."), so a noisy moment is not a false sentence and nothing is hidden.
-A run whose claims still do not settle is not kept as final: the caller forgets it from the
-cache, so the next build runs the proof again.
+margin when none is set), or when its guard says it does not apply on this machine. A proof with
+a claim that did not settle runs once more, alone, and its claims are judged against that second
+run; the card and the log say so ("held on the second run; the first measured ..."), so a noisy
+moment is not a false sentence and nothing is hidden. A run whose claims still do not settle is
+not kept as final: the caller forgets it from the cache, so the next build runs the proof again.
+
+What a build says of a claim that did not settle (README, "Thin margins"):
+
+* it does not hold on the run the build keeps: a WARNING, always, so ``--strict`` fails: its
+  words are false on this machine;
+* it holds, but by less than the thin margin on that run: a WARNING for the author in a plain
+  build or ``mkdocs serve``; under ``--strict`` an INFO line, because the sentence is true on the
+  run the build keeps (and on the first, where that held too) and a strict build is a test of the
+  sentences, not of the machine's noise. Both kinds are counted in the summary line.
 
 This module imports nothing of the build; the caller passes how to judge a claim and how to run
 a proof again. Each build also writes every verdict to ``.cache/claims/last-build.json``, which
@@ -69,8 +78,9 @@ def thin_margin_setting(extra: Mapping) -> float | None:
 
 
 class Verdicts:
-    def __init__(self, thin_margin: float | None = None):
+    def __init__(self, thin_margin: float | None = None, strict: bool = False):
         self.thin_margin = thin_margin
+        self.strict = strict  # the build fails on a WARNING: a thin margin is then told, not warned
         self.claims: dict[str, list[Claim]] = {}  # proof -> the claims pages make about it
         self.judged: dict[Claim, Judged | ClaimError] = {}  # the verdict on the run the build keeps
         self.first: dict[Claim, Judged] = {}  # claims that did not settle on a first run a second replaced
@@ -79,8 +89,12 @@ class Verdicts:
         self.claims.setdefault(proof, []).append(claim)
 
     def settled(self, judged: Judged | ClaimError) -> bool:
-        """Held, by at least the thin margin where the claim has a margin."""
-        if isinstance(judged, ClaimError) or not judged.held:
+        """Held, by at least the thin margin where the claim has a margin; or not for this machine."""
+        if isinstance(judged, ClaimError):
+            return False
+        if not judged.applies:
+            return True
+        if not judged.held:
             return False
         return judged.margin is None or self.thin_margin is None or judged.margin >= self.thin_margin
 
@@ -133,17 +147,24 @@ class Verdicts:
             said = "did not hold on a second run either"
         return f"{said}; the first measured {_measured(first)}"
 
-    def warning(self, claim: Claim, proof: str) -> str | None:
-        """The WARNING a claim earns (it does not hold, or holds by a thin margin), or None."""
+    def message(self, claim: Claim, proof: str) -> tuple[str, str] | None:
+        """What the log says of a claim that did not settle, as (level, text), or None.
+
+        A claim that does not hold is a "warning". One that holds by a thin margin is a "warning"
+        too, except under ``--strict``, where it is "info": its sentence is true on the run kept."""
         judged = self.judged.get(claim)
-        if judged is None or isinstance(judged, ClaimError):
+        if judged is None or isinstance(judged, ClaimError) or not judged.applies:
             return None
         if not judged.held:
-            return f"{claim.where}: claim {claim.quoted} does not hold: {judged.problem}"
+            return "warning", f"{claim.where}: claim {claim.quoted} does not hold: {judged.problem}"
         if not self.settled(judged):
-            return (f"{claim.where}: claim {claim.quoted} holds by a thin margin, {margin_text(judged.margin)}, "
+            runs = "on both runs" if claim in self.first and self.first[claim].held else "on the run kept"
+            text = (f"{claim.where}: claim {claim.quoted} holds by a thin margin {runs}, {margin_text(judged.margin)}, "
                     f"under the {margin_text(self.thin_margin)} this site asks for ({SETTING} in mkdocs.yml): "
                     f"{judged.check} (proofs/{proof}); measure it more steadily or widen its band")
+            if self.strict:
+                return "info", text + " (not a warning under --strict: the claim held)"
+            return "warning", text
         return None
 
     def summary(self) -> str:
@@ -153,9 +174,15 @@ class Verdicts:
         if not judged:
             return "no claims"
         held = sum(v.held for _, v in judged)
+        unchecked = sum(not v.applies for _, v in judged)
         line = f"{len(judged)} claim{'s' if len(judged) != 1 else ''}: {held} held"
-        if held < len(judged):
-            line += f", {len(judged) - held} did not"
+        if held + unchecked < len(judged):
+            line += f", {len(judged) - held - unchecked} did not"
+        if unchecked:
+            line += f", {unchecked} not checked on this machine (a guard does not hold here)"
+        thin = sum(v.held and not self.settled(v) for _, v in judged)
+        if thin:
+            line += f"; {thin} held by less than the thin margin"
         second = sum(1 for claim in self.first if isinstance(self.judged.get(claim), Judged))
         if second:
             line += f"; {second} judged on a second run"
@@ -175,11 +202,11 @@ class Verdicts:
                 record = {"where": claim.where, "text": claim.link.text, "proof": proof,
                           "condition": claim.link.condition}
                 if isinstance(judged, Judged):
-                    record.update(held=judged.held, margin=judged.margin, check=judged.check,
+                    record.update(held=judged.held, applies=judged.applies, margin=judged.margin, check=judged.check,
                                   first=None if first is None else {"held": first.held, "margin": first.margin,
                                                                     "check": first.check})
                 else:
-                    record.update(held=False, margin=None, check=None, first=None, error=str(judged))
+                    record.update(held=False, applies=True, margin=None, check=None, first=None, error=str(judged))
                 records.append(record)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-", suffix=".json")

@@ -78,8 +78,9 @@ class _Build:
         self.token = "PROOFCARD" + secrets.token_hex(6)
         self.pages: dict[str, tuple[str, list]] = {}  # src_uri -> (page title, resolved links)
         recordings, self.recording_problems = proof_recordings.read_all(self.root)
-        self.know = proof_pages.Knowledge(self.runs, recordings, get_relative_url, thin_margin)
-        self.cards: dict[str, dict] = {}  # src_uri -> {token: card HTML}
+        self.know = proof_pages.Knowledge(self.runs, recordings, get_relative_url, thin_margin,
+                                          strict=bool(config.strict), authors=_command == "serve")
+        self.cards: dict[str, proof_rewrite.Rewritten] = {}  # src_uri -> the page rewritten: its cards, its stamp
         self.scratch = tempfile.TemporaryDirectory(prefix="mkdocs-proofs-")
 
     def page(self, file: File, markdown: str | None = None) -> proof_rewrite.Page:
@@ -94,6 +95,12 @@ class _Build:
 
 
 _build: _Build | None = None
+_command: str | None = None  # "build", "serve" or "gh-deploy": authors see more under serve
+
+
+def on_startup(*, command: str, dirty: bool) -> None:
+    global _command
+    _command = command
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -103,6 +110,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         proof_launch.prewarm()  # torch imports in the warm interpreter while MkDocs reads the site
     if CSS not in config.extra_css:
         config.extra_css.append(CSS)
+    for extension in ("admonition", "pymdownx.details"):  # deeper asides: `??? deeper "Title"`
+        if extension not in config.markdown_extensions:
+            config.markdown_extensions.append(extension)
     if JS not in [str(script) for script in config.extra_javascript]:
         config.extra_javascript.append(JS)
     return config
@@ -132,15 +142,16 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         return markdown
     done = proof_rewrite.rewrite(markdown, _build.page(page.file, markdown), _build.know, _build.token)
     for level, message in done.messages:
-        (log.error if level == "error" else log.warning)(message)
-    _build.cards[page.file.src_uri] = done.cards
+        {"error": log.error, "warning": log.warning, "info": log.info}[level](message)
+    _build.cards[page.file.src_uri] = done
     return done.markdown
 
 
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     if page.file.src_uri == proof_catalogue.PAGE and page.file.generated_by:
         return proof_catalogue.with_lazy_tables(html)
-    html = proof_rewrite.place_cards(html, _build.cards.get(page.file.src_uri, {}))
+    done = _build.cards.get(page.file.src_uri)
+    html = proof_rewrite.place_cards(html, done.cards, done.stamp) if done else html
     if page.present_anchor_ids is not None:  # so MkDocs' anchor check sees the cards and claims
         page.present_anchor_ids.update(proof_rewrite.anchor_ids(html))
     return html

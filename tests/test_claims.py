@@ -65,7 +65,7 @@ def test_arithmetic_between_values_and_numbers(condition, expected):
         ("a > 1 and b > 1", True), ("a > 1 and b > 5", False), ("a > 5 or b > 1", True),
         ("a > 5 or b > 5", False), ("not a > 5", True), ("not not a > 5", False),
         ("matches", True), ("broken", False), ("not broken", True), ("matches and a > 1", True),
-        ("broken or a == 3", True),
+        ("broken or matches", True), ("broken or not matches", False),
     ],
 )
 def test_and_or_not_and_boolean_values(condition, expected):
@@ -261,7 +261,7 @@ def test_a_comparison_on_a_measured_float_has_a_margin(condition, expected):
 @pytest.mark.parametrize(
     "condition",
     ["a > b", "a > 1.5", "2 * a > b", "a == 3", "speedup == 1.63", "speedup != 1", "matches", "not broken",
-     "matches or speedup > 2", "matches and a > b"],
+     "matches or broken", "matches and a > b"],
 )
 def test_exact_comparisons_of_integers_booleans_and_equalities_have_none(condition):
     assert margin(condition) is None
@@ -269,11 +269,75 @@ def test_exact_comparisons_of_integers_booleans_and_equalities_have_none(conditi
 
 def test_a_claim_that_fails_on_an_exact_part_has_no_margin_either():
     assert margin("broken and speedup > 1.2") is None  # it cannot hold whatever the float does
-    assert judge_claim("broken or speedup > 1.2", VALUES, "proofs/p.py", None).margin == pytest.approx(0.43 / 1.2)
+    assert judge_claim("a < 2 or speedup > 1.2", VALUES, "proofs/p.py", None).margin == pytest.approx(0.43 / 1.2)
+
+
+# ---- guards: the facts of the machine a claim depends on --------------------------------------
+
+
+def test_a_guard_that_holds_judges_the_claim_as_any_other():
+    judged = judge_claim("when matches and a == 3: speedup > 1.2", VALUES, "proofs/p.py", None)
+    assert (judged.state, judged.check, judged.margin) == ("held", "speedup = 1.63 > 1.2", pytest.approx(0.43 / 1.2))
+    assert judged.condition == "when matches and a == 3: speedup > 1.2"
+    assert judged.seen == "matches = True, a = 3, speedup = 1.63"
+    failed = judge_claim("when matches: speedup > 2", VALUES, "proofs/p.py", None)
+    assert (failed.state, failed.problem) == ("failed", "speedup = 1.63, needs > 2 (proofs/p.py)")
+
+
+def test_a_guard_that_does_not_hold_judges_nothing_and_never_holds():
+    judged = judge_claim("when broken: speedup > 100", VALUES, "proofs/p.py", None)
+    assert (judged.state, judged.held, judged.applies, judged.margin) == ("unchecked", False, False, None)
+    assert judged.check == "not checked on this machine: it needs broken; here broken = False"
+    assert judged.problem is None
+    # the values behind it need not be numbers there: nothing reads them
+    assert judge_claim("when broken: machine > 1", VALUES, "proofs/p.py", None).state == "unchecked"
+
+
+@pytest.mark.parametrize(
+    "condition, message",
+    [
+        ("when speedup > 1: matches", "the guard reads 'speedup' = 1.63, a measurement: a guard names facts of the "
+                                      "machine (booleans, whole numbers); put the comparison after the ':'"),
+        ("when broken: nope > 1", "names 'nope', which proofs/p.py does not define at module level"),
+        ("when a: speedup > 1", "'a' is a number (3), not a condition: compare it, e.g. '> 1'"),
+    ],
+)
+def test_a_guard_reads_facts_defined_by_the_proof(condition, message):
+    assert error_of(condition).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "condition, message",
+    [
+        ("when matches speedup > 1", "a guard is written 'when FACTS: CONDITION', e.g. 'when x86_64: speedup > 1.2'; "
+                                     "the ':' after the guard is missing"),
+        ("when matches:", "the guard 'when matches:' guards nothing: write the claim after the ':'"),
+        ("speedup > 1 when matches", "'when' at column 13: a guard comes first, 'when FACTS: CONDITION', and only once"),
+        ("when 3: speedup > 1", "the guard after 'when' is a condition on facts of the machine, not a number"),
+        ("speedup > 1: matches", "unexpected ':' at column 12"),
+    ],
+)
+def test_a_guard_is_written_first_and_once(condition, message):
+    assert parse_error(condition).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "condition, written, guard",
+    [
+        ("not broken or speedup > 2", "not broken", "broken"),
+        ("speedup > 2 or matches", "matches", "not matches"),
+        ("a == 3 and (not matches or speedup > 2)", "not matches", "matches"),
+    ],
+)
+def test_an_or_that_holds_on_a_bare_fact_is_refused_in_favour_of_a_guard(condition, written, guard):
+    value = "False" if written.startswith("not") else "True"
+    name = written.removeprefix("not ")
+    assert error_of(condition) == (f"'{written} or ...' holds wherever {name} is {value}, where nothing is measured: "
+                                   f"guard the claim instead, 'when {guard}: ...'")
 
 
 def test_margin_text_is_a_percentage():
     from proof_claims import margin_text
 
-    assert [margin_text(m) for m in (None, 0.234, 0.075, -0.14, 12.5, 0.0)] == [
-        None, "23%", "7.5%", "-14%", "1250%", "0.0%"]
+    assert [margin_text(m) for m in (None, 0.234, 0.075, -0.14, 1.0, 12.5, 0.0)] == [
+        None, "23%", "7.5%", "-14%", "100%", "over 100%", "0.0%"]

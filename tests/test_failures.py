@@ -41,23 +41,26 @@ def test_failed_proof_warns_shows_error_card_and_fails_strict(site, kind):
 
 
 def test_a_failed_or_stopped_proof_says_where_and_how_long_it_ran(site):
-    """A proof stopped at its time limit wrote no report: its stamp says what the build knew."""
+    """A proof stopped at its time limit wrote no report: the page states what the build knew of
+    the machine, once, and the card how long it ran and how it ended."""
     from proof_sandbox import host
 
     facts = host()
-    machine = re.escape(f"{facts['machine']} ({facts['cores']} cores), {facts['os']}, Python {facts['python']}")
-    date = r"at \d{4}-\d\d-\d\d \d\d:\d\d UTC"
-    versions = re.escape(f", torch {version('torch')}, matplotlib {version('matplotlib')}, device: cpu")
+    machine = f"{facts['machine']} ({facts['cores']} cores), {facts['os']}, Python {facts['python']}"
+    versions = f", torch {version('torch')}, matplotlib {version('matplotlib')}, device: cpu"
     site.proof("sleeps.py", "import time\ntime.sleep(30)\n")
     site.proof("fails.py", FAILURES["raises"][0])
-    site.page("index.md", "# Home\n\n[sleeps.py](../proofs/sleeps.py)\n\n[fails.py](../proofs/fails.py)\n")
+    site.page("index.md", "# Home\n\n[sleeps.py](../proofs/sleeps.py)\n")
+    site.page("two.md", "# Two\n\n[fails.py](../proofs/fails.py)\n")
     site.build(PROOFS_TIMEOUT="1")
-    stamps = re.findall(r'<p class="proof-card__stamp">(.*?)</p>', site.html())
-    assert len(stamps) == 2
-    stopped = re.fullmatch(rf"Stopped after (\d+\.\d) s on {machine}, {date}\.", stamps[0])
-    assert stopped and 1.0 <= float(stopped[1]) < 5, stamps[0]
-    failed = re.fullmatch(rf"Ran for (\d+\.\d\d) s on {machine}{versions}, {date}, then failed\.", stamps[1])
-    assert failed and float(failed[1]) < 5, stamps[1]
+    stamp = r'<span class="proof-card__stamp">(.*?)</span>'
+    (stopped,) = re.findall(stamp, site.html())
+    assert re.fullmatch(r"Stopped after (\d+\.\d) s\.", stopped) and 1.0 <= float(stopped.split()[2]) < 5, stopped
+    (failed,) = re.findall(stamp, site.html("two/index.html"))
+    assert re.fullmatch(r"Ran for (\d+\.\d\d) s, then failed\.", failed) and float(failed.split()[2]) < 5, failed
+    said = r'<p class="proof-page-stamp" title="([^"]*)">Measured on (\d{4}-\d\d-\d\d), when this site was built, on '
+    assert re.search(said, site.html())[1] == machine
+    assert re.search(said, site.html("two/index.html"))[1] == machine + versions
 
 
 def test_traceback_on_the_card_is_the_proofs_own(site):
@@ -80,7 +83,8 @@ def test_expected_failure_passes_and_shows_its_traceback(site):
     assert result.returncode == 0, result.stderr
     html = site.html()
     assert "RuntimeError: twice" in html
-    assert "This proof fails on purpose" in html
+    assert "This proof shows an error on purpose: what it printed ends with the RuntimeError it raised." in html
+    assert "proof: raises" not in html  # the marker is in the source (fetched when opened), not in the card's words
     assert 'title="saved, measured by proofs/p.py">3</a>' in html
 
 

@@ -229,7 +229,7 @@ def test_every_page_stays_light(project_site):
             heavy.append(f"{page.relative_to(project_site)}: {counter.count} elements, {kib:.0f} KB after gzip")
     assert heavy == []
     part0 = (project_site / "part-0" / "index.html").read_text()
-    cards = re.findall(r'<div class="proof-card[ "].*?<p class="proof-card__stamp">', part0, re.DOTALL)
+    cards = re.findall(r'<div class="proof-card[ "].*?<span class="proof-card__stamp">', part0, re.DOTALL)
     assert len(cards) >= 12 and not any("<svg" in card for card in cards), "figures are files, not drawn inline"
 
 

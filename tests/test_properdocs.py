@@ -52,9 +52,9 @@ def test_a_strict_properdocs_build_has_cards_values_claims_and_the_catalogue(sit
                for line in log_lines(result, "INFO"))
     html = entities.unescape(site.html())
     assert '<div class="proof-card' in html and 'id="proof-speed"' in html
-    assert 'title="speedup, measured by proofs/speed.py">1.63</a> times as fast' in html
+    assert 'title="speedup, measured by proofs/speed.py">1.63</a></span> times as fast' in html
     assert 'title="elements, measured by proofs/speed.py">4,096</a>' in html
-    assert '<span class="proof-claim proof-claim--held" id="claim-speed-1">' in html
+    assert '<span class="proof-claim proof-claim--judgement proof-claim--held" id="claim-speed-1"' in html
     assert "speedup 1.63, 4096 elements" in html  # what it printed, on the card
     assert (site.root / "site" / "proofs" / "speed.py").read_text() == PROOF  # the download
     catalogue = site.html("proofs/index.html")

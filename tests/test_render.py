@@ -5,20 +5,27 @@ import pytest
 from proof_assets import figure_files, source_file, svg_size
 from proof_launch import FAILED, OK, Outcome
 from proof_links import LinkError, find_links
+import re
+
+from markupsafe import escape
 from proof_render import (
     anchor,
     broken_link,
     card,
     install_line,
+    install_variant,
     markdown_link,
+    page_machine,
+    page_stamp,
     stamp_line,
     summary,
+    unfolded_parts,
     value_text,
 )
 
 def test_summary_shows_backticks_as_code():
     html = card("p.py", '"""Time `a + b` <here>."""\n', outcome(), download="p.py", card_id="c")
-    assert '<p class="proof-card__summary">Time <code>a + b</code> &lt;here&gt;.</p>' in html
+    assert '<span class="proof-card__summary">Time <code>a + b</code> &lt;here&gt;.</span>' in html
 
 
 STAMP = {
@@ -190,18 +197,19 @@ def test_card_shows_everything_and_escapes_output():
                             "alt": "A <title>"}]}],
     )
     assert '<div class="proof-card" id="proof-p">' in html
-    assert '<span class="proof-card__name">p.py</span>' in html
-    assert '<p class="proof-card__summary">Proves it.</p>' in html
-    assert "<summary>Source: 3 lines of Python</summary>" in html
+    assert ('<p class="proof-card__head"><span class="proof-card__name">p.py</span> '
+            '<span class="proof-card__summary">Proves it.</span></p>') in html
+    assert '<summary>Source <span class="proof-card__count">3 lines</span></summary>' in html
+    assert '<summary>Output <span class="proof-card__count">1 line</span></summary>' in html
     assert '<a class="proof-card__download" href="../proofs/p.py" download="p.py">Download and run</a>' in html
-    assert "<code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
+    assert "Run it: <code>pip install torch==2.13.0 matplotlib==3.11.2 &amp;&amp; python p.py</code>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
     assert "<script>" not in html
     assert ('<img class="proof-card__image" src="f-light.svg#only-light" alt="A &lt;title&gt;" width="614" '
             'height="461" loading="lazy" decoding="async">') in html
     assert 'src="f-dark.svg#only-dark"' in html
     assert '<a class="proof-card__zoom" href="f-light.svg" aria-label="A &lt;title&gt; (opens full size)">' in html
-    assert '<p class="proof-card__stamp">Some CPU, 2 cores</p>' in html
+    assert '<span class="proof-card__stamp">Some CPU, 2 cores</span>' in html
 
 
 def test_failed_card_says_why():
@@ -211,7 +219,76 @@ def test_failed_card_says_why():
     assert "<strong>This proof failed:</strong> p.py exited with status 2." in html
 
 
-def test_expected_failure_card_says_so():
+def test_expected_failure_card_says_so_in_words_not_in_its_marker():
     html = card("p.py", "# proof: raises RuntimeError\nraise RuntimeError\n", outcome(),
-                download="p.py", card_id="proof-p")
-    assert "This proof fails on purpose (it is marked <code># proof: raises RuntimeError</code>)" in html
+                download="p.py", card_id="proof-p", source_url="s.html")
+    assert ('<p class="proof-card__expected">This proof shows an error on purpose: what it printed ends with the '
+            "RuntimeError it raised.</p>") in html
+    assert "proof: raises" not in html.split('<div class="highlight"')[0] + html.split("</details>", 1)[1]
+
+
+def test_at_load_a_card_shows_its_name_summary_and_figures_and_the_rest_is_a_click_away():
+    figure = {"light": "f-light.svg", "dark": "f-dark.svg", "width": 614, "height": 461, "alt": "A figure"}
+    html = card("p.py", '"""Shows it."""\nprint(1)\n', outcome(), download="p.py", card_id="c", source_url="s.html",
+                runs=[{"label": "This build", "run": outcome(), "stale": None, "stamp": "Ran for 1.23 s.",
+                       "figures": [figure]}])
+    before_toggles = html.split('<div class="proof-card__more">')[0]
+    assert "Shows it." in before_toggles and 'src="f-light.svg#only-light"' in before_toggles
+    assert "<details" not in before_toggles and "hello" not in before_toggles
+    assert '<details class="proof-card__source">' in html and '<details class="proof-card__printed">' in html
+    shown = card("p.py", "# proof: show-output\nprint(1)\n", outcome(), download="p.py", card_id="c")
+    assert '<details class="proof-card__printed" open>' in shown and '<details class="proof-card__source">' in shown
+    failed = card("p.py", "x\n", outcome(status=FAILED, error="raised NameError"), download="p.py", card_id="c")
+    assert '<details class="proof-card__printed" open>' in failed  # a failure is loud: its output is open
+
+
+def test_a_source_can_be_unfolded_in_part_the_rest_folded_in_place():
+    source = ('"""Fig."""\nimport torch\n# proof: unfold\nmodel = torch.nn.Linear(2, 2)\nloss = model(x)\n'
+              '# proof: fold\nprint(loss)\nplot()\n# proof: unfold\nstep()\n')
+    html = card("p.py", source, outcome(), download="p.py", card_id="c", source_url="s.html")
+    assert '<details class="proof-card__source" open>' in html and "data-proof-source" not in html
+    code = html.split('<div class="highlight proof-card__partial" id="c-source"><pre><code data-copy="')[1]
+    copied, shown = code.split('">', 1)
+    assert copied == str(escape(source))  # the copy button copies the whole file
+    shown = shown.split("</code>")[0]
+    folds = re.findall(r'<button type="button" class="proof-card__fold" data-lines="(\d+)" aria-expanded="false" '
+                       r'aria-label="Show \d+ folded lines?">&#8943; \d+ lines?</button><span class="proof-card__folded" '
+                       r'hidden>(.*?)</span>(?=<button|<span class="n">|$)', shown, re.DOTALL)
+    assert [int(lines) for lines, _ in folds] == [3, 4]  # docstring, import, mark; mark, print, plot, mark
+    visible = re.sub(r'<button.*?</button><span class="proof-card__folded" hidden>.*?\n</span>', "", shown,
+                     flags=re.DOTALL)
+    assert re.sub(r"<[^>]+>", "", visible) == "model = torch.nn.Linear(2, 2)\nloss = model(x)\nstep()\n"
+    assert '<button type="button" class="proof-card__unfold-all" aria-expanded="false">Show the whole file</button>' in html
+    assert unfolded_parts("x = 1\n") is None and unfolded_parts("# proof: unfold\n# proof: fold\n") is None
+    assert unfolded_parts("a\n    # proof: unfold\nb\n") == [(2, 3)]  # an indented mark counts; to the end
+
+
+def test_the_install_line_names_a_local_build_of_torch_beside_the_plain_one():
+    both = "import torch\nimport matplotlib\n"
+    assert install_variant(both, outcome()) == {
+        "version": "2.13.0+cpu", "what": "the build for CPUs only",
+        "line": "pip install torch==2.13.0+cpu matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu"}
+    cuda = outcome(stamp=dict(STAMP, torch="2.13.0+cu128"))
+    assert install_variant("import torch\n", cuda)["what"] == "the CUDA 12.8 build"
+    assert install_variant("import torch\n", cuda)["line"].endswith("--extra-index-url https://download.pytorch.org/whl/cu128")
+    assert install_variant("import torch\n", outcome(stamp=dict(STAMP, torch="2.13.0"))) is None
+    assert install_variant("import json\n", outcome()) is None
+    html = card("p.py", both, outcome(), download="p.py", card_id="c")
+    assert ("This build ran torch 2.13.0+cpu, the build for CPUs only: <code>pip install torch==2.13.0+cpu "
+            "matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu</code>") in html
+
+
+def test_a_page_states_its_machine_once_and_a_stamp_says_only_what_differs():
+    here = outcome()
+    page = page_machine([here, outcome(), outcome(stamp=dict(STAMP, machine="Other CPU"))])
+    assert page == (["Some CPU (2 cores)", "Linux 6.1", "Python 3.11.7", "torch 2.13.0+cpu", "matplotlib 3.11.2",
+                     "device: cpu"], "2026-11-29")
+    assert page_stamp(page) == (
+        '<p class="proof-page-stamp" title="Some CPU (2 cores), Linux 6.1, Python 3.11.7, torch 2.13.0+cpu, '
+        'matplotlib 3.11.2, device: cpu">Measured on 2026-11-29, when this site was built, on Some CPU (2 cores), '
+        "Linux, Python 3.11.7, torch 2.13.0+cpu.</p>")
+    assert stamp_line(here, page) == "Ran for 1.23 s."
+    assert stamp_line(outcome(cached=True, stamp=dict(STAMP, date="2026-11-28 09:00 UTC")), page) == (
+        "Ran for 1.23 s at 2026-11-28 09:00 UTC (from the cache).")
+    assert stamp_line(outcome(stamp=dict(STAMP, machine="Other CPU")), page) == "Ran for 1.23 s on Other CPU (2 cores)."
+    assert page_machine([]) is None
