@@ -50,6 +50,21 @@ def test_no_measured_number_is_typed_into_a_page(page):
     assert typed_numbers(page.read_text()) == [], f"{page.relative_to(REPO)}: bind these to a proof value"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_claim_on_a_page_holds_where_nothing_was_measured(page):
+    """DESIGN.md, "A claim guarded by the machine": a claim that depends on what a machine is says
+    so with a guard (`when x86_64: ...`), so that elsewhere it reads "not checked on this machine".
+    A disjunction is how a claim holds by default (`not x86_64 or ...`, `free_cores < 1.5 or ...`):
+    the engine refuses one on a bare fact, and this project's pages use none at all."""
+    from proof_claims import parse
+    from proof_links import CLAIM, find_links
+
+    claims = [link for link in find_links(page.read_text(), str(page.parent)) if link.kind == CLAIM]
+    disjunctions = [f"line {link.line}: {link.condition}" for link in claims
+                    if " or " in f" {parse(link.condition).claimed} "]
+    assert disjunctions == [], "guard these claims instead (README, Claims)"
+
+
 def test_the_larger_budget_goes_only_to_proofs_that_run_inductor():
     """A proof that compiles with Inductor gives it a fresh cache folder (what it measures must be
     a cold compile, Part 7), so the variable names exactly the proofs that run the C++ compiler."""

@@ -126,6 +126,7 @@ wall = time.perf_counter() - wall0
 ours = time.process_time() - ours0
 others = (machine_busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - ours if linux else 0.0
 free_cores = max(0.0, min(cores, cores - others / wall))  # cores left to us, on average
+two_cores_free = free_cores >= 1.5  # two threads can run at once: what the page's speed-up needs
 speedup = {n: t1 / t2 for n, (t1, t2) in results.items()}
 speedup_at_grain = speedup[grain_size]          # exactly GRAIN_SIZE elements: one thread
 speedup_just_above = speedup[grain_size + 1]    # one more element: split in two
