@@ -12,8 +12,9 @@ objects it laid out (every layout's dirty objects, summed), from navigation unti
 after the load event, three times (the median of each count: when an image or a fetched source
 arrives, before or after a pass, still changes what that pass styles). Content that is never
 styled or laid out before the reader scrolls to it (`content-visibility: auto`, README "Pages
-stay light") shows here as work not done. SVG figures are documents of their own, on threads of
-their own; only the page's main thread is counted.
+stay light") shows here as work not done. SVG figures are documents of their own: Chromium styles
+and lays them out on the page's own thread, but in a frame of their own, and only the page's frame
+is counted (a figure of a thousand bars is not the page's work).
 """
 
 from __future__ import annotations
@@ -105,17 +106,17 @@ def traced_load(browser, url: str, trace: Path, settle_ms: int):
 
 
 def work(trace: dict | list) -> dict[str, int]:
-    """Styled elements, laid-out objects and the number of each pass, on the page's main thread:
-    the thread that parsed the most HTML (each SVG image parses on a thread of its own)."""
+    """Styled elements, laid-out objects and the number of each pass, in the page's own frame: the
+    frame that parsed the most HTML (each SVG image is a document of its own, in a frame of its own)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     parsed = collections.Counter()
     for event in events:
         if event.get("name") == "ParseHTML":
-            parsed[event["pid"], event["tid"]] += event.get("dur", 0)
-    main_thread = parsed.most_common(1)[0][0]
+            parsed[_frame(event)] += event.get("dur", 0)
+    page_frame = parsed.most_common(1)[0][0]
     counts = {"styled": 0, "recalcs": 0, "laid_out": 0, "layouts": 0}
     for event in events:
-        if (event["pid"], event["tid"]) != main_thread or event.get("ph") not in ("X", "B"):
+        if event.get("ph") not in ("X", "B") or _frame(event) != page_frame:
             continue
         arguments = event.get("args") or {}
         if event.get("name") == "UpdateLayoutTree":
@@ -125,6 +126,12 @@ def work(trace: dict | list) -> dict[str, int]:
             counts["laid_out"] += (arguments.get("beginData") or {}).get("dirtyObjects") or 0
             counts["layouts"] += 1
     return counts
+
+
+def _frame(event: dict) -> str | None:
+    """The frame a style, layout or parse event belongs to (trace events name it as they begin)."""
+    arguments = event.get("args") or {}
+    return (arguments.get("beginData") or {}).get("frame") or (arguments.get("data") or {}).get("frame")
 
 
 def table(sites: list[Served], counted: list[dict[str, dict[str, int]]]) -> str:

@@ -412,6 +412,7 @@ def test_each_copy_button_copies_its_own_block(open_tab, served):
     page = tab.open("part-0/")
     card = page.locator(".proof-card").first
     card.locator("details.proof-card__source").evaluate("details => { details.open = true; }")
+    card.locator("details.proof-card__printed").first.evaluate("details => { details.open = true; }")
     source = card.locator(".proof-card__source pre")
     source.locator("code span").first.wait_for()  # fetched when opened, highlighted
     for block, text in ((source, "code"), (card.locator("pre.proof-card__output"), "samp")):
@@ -628,7 +629,10 @@ def test_a_card_with_two_machines_shows_a_tab_each_by_mouse_and_keyboard(browser
         assert card.evaluate(visible) == [True, False, False]
         labels.nth(2).click()
         assert card.evaluate(visible) == [False, False, True]
-        assert "kernels: DEFAULT" in card.locator(".tabbed-block").nth(2).inner_text()
+        plain = card.locator(".tabbed-block").nth(2)
+        assert "kernels: DEFAULT" not in plain.inner_text()  # what it printed is a click away
+        plain.locator("details.proof-card__printed > summary").click()
+        assert "kernels: DEFAULT" in plain.inner_text()
         card.locator("input#proof-cap-run-3").focus()  # the keyboard: arrows move between machines
         page.keyboard.press("ArrowLeft")
         assert card.evaluate(visible) == [False, True, False]

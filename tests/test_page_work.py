@@ -8,12 +8,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import page_work  # noqa: E402
 
 
-def event(name, thread, **args):
-    return {"name": name, "ph": "X", "pid": 1, "tid": thread, "dur": 10, "args": args}
+def event(name, frame, **args):
+    begin = {**args.pop("beginData", {}), "frame": frame}
+    return {"name": name, "ph": "X", "pid": 1, "tid": 1, "dur": 10, "args": {"beginData": begin, **args}}
 
 
-def test_work_counts_the_main_threads_passes_only():
-    page, image = 7, 9  # an SVG figure parses and lays itself out on a thread of its own
+def test_work_counts_the_pages_own_frame_only():
+    page, image = "F1", "F2"  # an SVG figure is a document of its own, styled on the same thread
     trace = {"traceEvents": [
         {**event("ParseHTML", page), "dur": 900}, event("ParseHTML", image),
         event("UpdateLayoutTree", page, elementCount=120), event("UpdateLayoutTree", page, elementCount=30),
