@@ -582,6 +582,25 @@ def test_cards_work_on_a_page_reached_by_materials_instant_navigation(browser, s
         server.close()
 
 
+# --- the legend ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", ["light", "dark"])
+def test_the_home_pages_legend_tells_the_four_kinds_apart_as_the_pages_show_them(open_tab, system):
+    """The legend holds a live example of each kind; each looks as the kind does on every page."""
+    from test_reading import KINDS, LOOK, assert_told_apart
+
+    tab = open_tab(color_scheme=system)
+    page = tab.open("")
+    legend = page.locator("#how-to-read-a-page + p + .site-table table")
+    seen = {kind: legend.locator(selector).first.evaluate(LOOK) for kind, selector in KINDS.items()}
+    assert_told_apart(seen, legend.locator("td").first.evaluate("td => getComputedStyle(td).color"))
+    part = tab.open("part-3/")  # the same kinds on a part look the same as in the legend
+    assert {kind: part.locator(f".md-content {selector}").first.evaluate(LOOK)
+            for kind, selector in KINDS.items()} == seen
+    tab.assert_clean()
+
+
 # --- accessibility -------------------------------------------------------------------------------
 
 

@@ -247,7 +247,10 @@ def test_a_source_can_be_unfolded_in_part_the_rest_folded_in_place():
               '# proof: fold\nprint(loss)\nplot()\n# proof: unfold\nstep()\n')
     html = card("p.py", source, outcome(), download="p.py", card_id="c", source_url="s.html")
     assert '<details class="proof-card__source" open>' in html and "data-proof-source" not in html
-    code = html.split('<div class="highlight proof-card__partial" id="c-source"><pre><code data-copy="')[1]
+    code = html.split('<div class="highlight proof-card__partial no-copy" id="c-source"><pre id="c-partial">')[1]
+    assert code.startswith('<nav class="md-code__nav"><button class="md-code__button" title="Copy to clipboard" '
+                           'data-clipboard-target="#__code_c-partial > code" data-md-type="copy"></button></nav>')
+    code = code.split('<code tabindex="0" data-copy="')[1]
     copied, shown = code.split('">', 1)
     assert copied == str(escape(source))  # the copy button copies the whole file
     shown = shown.split("</code>")[0]
