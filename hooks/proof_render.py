@@ -197,7 +197,9 @@ def stamp_line(run, page: tuple | None = None) -> str:
         sentence = f"Stopped after {run.duration_s:.1f} s{on}"
     else:
         sentence = f"Ran for {run.duration_s:.2f} s{on}" + (", then failed" if run.status == FAILED else "")
-    return sentence + (" (from the cache)." if run.cached else ".")
+    # Whether the build took the run from its cache is the author's business (the catalogue says),
+    # not the reader's: a stamp under a page's machine line leaves it out.
+    return sentence + (" (from the cache)." if run.cached and page is None else ".")
 
 
 def machine_facts(stamp: dict) -> list[str]:

@@ -292,6 +292,6 @@ def test_a_page_states_its_machine_once_and_a_stamp_says_only_what_differs():
         "Linux, Python 3.11.7, torch 2.13.0+cpu.</p>")
     assert stamp_line(here, page) == "Ran for 1.23 s."
     assert stamp_line(outcome(cached=True, stamp=dict(STAMP, date="2026-11-28 09:00 UTC")), page) == (
-        "Ran for 1.23 s at 2026-11-28 09:00 UTC (from the cache).")
+        "Ran for 1.23 s at 2026-11-28 09:00 UTC.")
     assert stamp_line(outcome(stamp=dict(STAMP, machine="Other CPU")), page) == "Ran for 1.23 s on Other CPU (2 cores)."
     assert page_machine([]) is None
