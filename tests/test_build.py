@@ -107,7 +107,7 @@ def test_figures_saved_shown_and_left_open_appear_once_each(site):
     assert result.returncode == 0, result.stderr
     html = site.html()
     images = re.findall(r'<img class="proof-card__image" src="([^"]+)" alt="([^"]*)" width="(\d+)" '
-                        r'height="(\d+)" loading="lazy" decoding="async">', html)
+                        r'height="(\d+)" style="--proof-wide: 26.64rem" loading="lazy" decoding="async">', html)
     assert [alt for _, alt, _, _ in images] == ["saved then shown", "saved then shown", "only shown", "only shown",
                                                  "left open", "left open"]
     assert [src.rsplit("#", 1)[1] for src, _, _, _ in images] == ["only-light", "only-dark"] * 3

@@ -206,7 +206,7 @@ def test_card_shows_everything_and_escapes_output():
     assert "&lt;script&gt;alert(1)&lt;/script&gt; {{ x }}" in html
     assert "<script>" not in html
     assert ('<img class="proof-card__image" src="f-light.svg#only-light" alt="A &lt;title&gt;" width="614" '
-            'height="461" loading="lazy" decoding="async">') in html
+            'height="461" style="--proof-wide: 26.64rem" loading="lazy" decoding="async">') in html  # 20rem tall
     assert 'src="f-dark.svg#only-dark"' in html
     assert '<a class="proof-card__zoom" href="f-light.svg" aria-label="A &lt;title&gt; (opens full size)">' in html
     assert '<span class="proof-card__stamp">Some CPU, 2 cores</span>' in html
