@@ -20,11 +20,13 @@ with no cache (every proof runs) and reads every claim's verdict from the file e
   default   ATEN_CPU_CAPABILITY=default: no vector kernels at all
   one-core  the build and every proof pinned to one core (as `taskset -c 0` does)
 
-Reported per condition: the builds that would pass ``--strict`` (no warning at all), the claims
-that held in every build, how many were judged on a second run, and the thinnest margin; then
-every claim that did not settle in some build (it failed, or held by less than the site's thin
-margin), with how often it held and its thinnest margin in each condition. The goal: every claim
-holds, by the site's margin, in every build of every condition.
+Each build is a strict one (``mkdocs build --strict``), as `make test` and CI run it. Reported per
+condition: the builds that passed, the claims that settled in every build (held by the site's
+thin margin, or not checked on this machine because a guard does not hold), how many were judged
+on a second run, and the thinnest margin; then every claim that did not settle in some build (it
+failed, or held by less than the thin margin, which a strict build tells but does not fail on:
+README, "Thin margins"), with how often it held and its thinnest margin in each condition. The
+goal: every strict build of every condition passes, and every claim settles.
 """
 
 from __future__ import annotations
@@ -152,22 +154,26 @@ def build(site: Path, condition: str) -> dict:
         pin = lambda: os.sched_setaffinity(0, {first})  # noqa: E731 - what taskset -c does, inherited by the proofs
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if condition == "busy" else None
     try:
-        result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-d", str(site / "site")], cwd=site,
-                                env=env, capture_output=True, text=True, preexec_fn=pin)
+        result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site / "site")],
+                                cwd=site, env=env, capture_output=True, text=True, preexec_fn=pin)
     finally:
         if spinner is not None:
             spinner.kill()
             spinner.wait()
     verdicts = site / ".cache" / "claims" / "last-build.json"
-    if result.returncode != 0 or not verdicts.exists():
+    aborted = result.returncode == 1 and "in strict mode" in result.stdout + result.stderr
+    if (result.returncode != 0 and not aborted) or not verdicts.exists():
         raise SystemExit(f"the site did not build under '{condition}':\n{result.stderr[-4000:]}")
     report = json.loads(verdicts.read_text())
     warnings = sum(line.startswith("WARNING") for line in result.stderr.splitlines())
     return {"claims": {c["where"] + " " + c["condition"]: c for c in report["claims"]},
-            "thin": report["thin_margin"], "warnings": warnings}
+            "thin": report["thin_margin"], "warnings": warnings, "passed": result.returncode == 0}
 
 
 def settled(claim: dict, thin: float | None) -> bool:
+    """Held by the thin margin, or not checked on this machine (its guard does not hold here)."""
+    if claim.get("applies") is False:
+        return True
     return claim["held"] and (claim["margin"] is None or thin is None or claim["margin"] >= thin)
 
 
@@ -198,10 +204,11 @@ def render(builds: dict[str, list[dict]]) -> str:
         margins = [(claim["margin"], claim["where"]) for run in done for claim in run["claims"].values()
                    if claim["held"] and claim["margin"] is not None]
         low = min(margins) if margins else (None, "")
-        lines.append(f"| {name}: {CONDITIONS[name][0]} | {sum(run['warnings'] == 0 for run in done)} of {len(done)} "
+        lines.append(f"| {name}: {CONDITIONS[name][0]} | {sum(run.get('passed', run['warnings'] == 0) for run in done)} of {len(done)} "
                      f"| {len(every)} of {len(keys)} | {second} | {percent(low[0])} ({low[1]}) |")
     if not unstable:
-        lines += ["", "Every claim held, by at least the site's thin margin, in every build of every condition."]
+        lines += ["", "Every claim settled (held by at least the site's thin margin, or not checked on this machine) "
+                  "in every build of every condition."]
         return "\n".join(lines)
     lines += ["", "Claims that did not settle in some build (held / builds, thinnest margin, per condition):", "",
               "| claim | " + " | ".join(builds) + " |", "| --- |" + " --- |" * len(builds)]

@@ -15,8 +15,9 @@ def claim(held, margin, first=None):
             **({"first": first} if first else {})}
 
 
-def build(*claims, warnings=0):
-    return {"claims": {c["where"] + " " + c["condition"]: c for c in claims}, "thin": 0.1, "warnings": warnings}
+def build(*claims, warnings=0, passed=None):
+    return {"claims": {c["where"] + " " + c["condition"]: c for c in claims}, "thin": 0.1, "warnings": warnings,
+            "passed": warnings == 0 if passed is None else passed}
 
 
 def test_a_condition_may_name_its_own_number_of_builds():
@@ -32,14 +33,24 @@ def test_every_claim_settled_says_so():
     report = claim_stability.render({"quiet": [build(claim(True, 0.5))] * 2, "busy": [build(claim(True, 0.4))] * 3})
     assert "2 to 3 cold builds per condition (1 claims)" in report
     assert "| quiet: nothing else running | 2 of 2 | 1 of 1 | 0 | 50% (docs/part-0.md:196) |" in report
-    assert report.endswith("Every claim held, by at least the site's thin margin, in every build of every condition.")
+    assert report.endswith("Every claim settled (held by at least the site's thin margin, or not checked on this "
+                           "machine) in every build of every condition.")
+
+
+def test_a_claim_not_checked_on_this_machine_settles_and_a_thin_one_passes_strict_but_is_listed():
+    unchecked = {**claim(False, None), "applies": False}
+    report = claim_stability.render({"quiet": [build(unchecked), build(unchecked)]})
+    assert "| quiet: nothing else running | 2 of 2 | 1 of 1 |" in report
+    thin = claim_stability.render({"quiet": [build(claim(True, 0.05), warnings=0, passed=True)]})
+    assert "| quiet: nothing else running | 1 of 1 | 0 of 1 |" in thin  # strict passed; the claim is listed
+    assert "| docs/part-0.md:196 `speedup > 1.3` | 1/1, 5% |" in thin
 
 
 def test_a_claim_that_failed_or_held_thinly_is_listed_with_each_condition():
     retried = claim(True, 0.3, first={"held": False, "margin": -0.1})
     report = claim_stability.render({
         "quiet": [build(claim(True, 0.5)), build(retried)],
-        "busy": [build(claim(False, -0.2), warnings=1), build(claim(True, 0.05), warnings=1)],
+        "busy": [build(claim(False, -0.2), warnings=1), build(claim(True, 0.05), warnings=1, passed=False)],
     })
     assert "| quiet: nothing else running | 2 of 2 | 1 of 1 | 1 | 30% (docs/part-0.md:196) |" in report
     assert "| busy: one core kept busy by another program | 0 of 2 | 0 of 1 | 0 | 5% (docs/part-0.md:196) |" in report
