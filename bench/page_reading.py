@@ -42,16 +42,16 @@ MEASURE = """machine => {
   const screenTop = header ? header.getBoundingClientRect().bottom : 0;
   const kind = el => {
     if (el.matches('.proof-card')) return 'card';
-    if (el.matches('.proof-page-stamp, .headerlink, hr')) return 'apparatus';
+    if (el.matches('.proof-page-stamp, .headerlink, hr, details')) return 'apparatus';
     if (el.matches('p') && el.querySelector('img') && !el.textContent.trim()) return 'figure';
     if (el.matches('p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6, table, .site-table, .md-typeset__scrollwrap, .proof-catalogue__group, details, .admonition')) return 'prose';
     return 'other';
   };
-  let cards = 0;
+  let cards = 0;  // every card shown at load, at any depth (one inside a closed box shows nothing)
+  for (const card of article.querySelectorAll('.proof-card')) cards += card.getBoundingClientRect().height;
   const screen = {prose: 0, card: 0, figure: 0, apparatus: 0, other: 0};
   for (const el of article.children) {
     const box = el.getBoundingClientRect();
-    if (el.matches('.proof-card')) cards += box.height;
     const shown = Math.max(0, Math.min(box.bottom, innerHeight) - Math.max(box.top, screenTop));
     screen[kind(el)] += shown;
   }
@@ -75,6 +75,10 @@ def main() -> int:
         sites = [Served("now", REPO, scratch)]
         if args.against:
             sites.append(Served(args.against, unpack_at(args.against, scratch / "against"), scratch))
+        for served in sites:
+            if served.warnings:
+                print(f"the site as {served.label} built with {served.warnings} warnings: measured anyway",
+                      file=sys.stderr)
         try:
             measured = [measure(served, host()["machine"]) for served in sites]
         finally:

@@ -62,13 +62,14 @@ def svg_size(svg: str) -> tuple[int, int]:
 
 def source_file(proof: str, source: str) -> tuple[str, bytes]:
     """The proof's highlighted source as an HTML fragment (the inside of its <code>), and its URI."""
-    fragment = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True))
+    fragment = highlighted(source)
     return f"{FOLDER}/source/{_slug(proof)}-{_digest(fragment)}.html", fragment.encode()
 
 
 def highlighted(source: str) -> str:
-    """The same fragment, for a card that shows its source from the start."""
-    return highlight(source, PythonLexer(), HtmlFormatter(nowrap=True))
+    """The same fragment, for a card that shows its source from the start: line for line the
+    source's lines (the lexer keeps leading and trailing blank lines)."""
+    return highlight(source, PythonLexer(stripnl=False), HtmlFormatter(nowrap=True))
 
 
 def _recolour(svg: str, palette: str) -> str:

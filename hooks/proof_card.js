@@ -123,16 +123,16 @@ function proofPopover() {
   if (pop) return pop;
   pop = document.createElement("div");
   pop.id = "proof-pop";
-  pop.className = "proof-pop md-typeset";
+  pop.className = "proof-pop";
   pop.hidden = true;
   pop.tabIndex = -1;
   pop.setAttribute("role", "dialog");
   pop.setAttribute("aria-labelledby", "proof-pop-words");
   pop.setAttribute("aria-describedby", "proof-pop-verdict");
-  pop.addEventListener("focusout", (event) => {
-    if (!pop.hidden && event.relatedTarget && !pop.contains(event.relatedTarget)) proofPopClose(false);
+  pop.addEventListener("focusout", (event) => { // Tab away closes it (back to the claim keeps it open)
+    const to = event.relatedTarget;
+    if (!pop.hidden && to && !pop.contains(to) && to !== pop.opener) proofPopClose(false);
   });
-  document.body.append(pop);
   return pop;
 }
 
@@ -166,13 +166,21 @@ function proofPopOpen(link) {
   if (pop.opener && pop.opener !== link) pop.opener.setAttribute("aria-expanded", "false");
   pop.opener = link;
   link.setAttribute("aria-expanded", "true");
+  claim.after(pop); // right after the claim, so that Tab goes on from there in the text's order
   pop.hidden = false;
-  const box = link.getBoundingClientRect(), width = pop.offsetWidth, room = document.documentElement.clientWidth;
-  const left = Math.max(8, Math.min(box.left, room - width - 8));
-  const below = box.bottom + 6 + pop.offsetHeight < innerHeight || box.top < pop.offsetHeight + 6;
-  pop.style.left = `${left + scrollX}px`;
-  pop.style.top = `${(below ? box.bottom + 6 : box.top - 6 - pop.offsetHeight) + scrollY}px`;
+  proofPopPlace(pop, link.getBoundingClientRect());
   pop.focus({ preventScroll: true });
+}
+
+function proofPopPlace(pop, box) {
+  // Under the claim (over it where there is no room below), inside the screen's width; as an
+  // absolutely placed box, its coordinates are its containing block's.
+  const parent = pop.offsetParent || document.body, origin = parent.getBoundingClientRect();
+  const width = pop.offsetWidth, height = pop.offsetHeight, room = document.documentElement.clientWidth;
+  const left = Math.max(8, Math.min(box.left, room - width - 8));
+  const top = box.bottom + 6 + height < innerHeight || box.top < height + 6 ? box.bottom + 6 : box.top - 6 - height;
+  pop.style.left = `${left - origin.left - parent.clientLeft + parent.scrollLeft}px`;
+  pop.style.top = `${top - origin.top - parent.clientTop + parent.scrollTop}px`;
 }
 
 function proofPopClose(giveFocusBack) {
@@ -186,13 +194,16 @@ function proofPopClose(giveFocusBack) {
 }
 
 function proofClaimLink(event) {
-  return event.target instanceof Element ? event.target.closest(".proof-claim > a") : null;
+  return event.target instanceof Element ? event.target.closest("span.proof-claim > a") : null;
 }
 
 document.addEventListener("click", (event) => {
   const link = proofClaimLink(event), pop = document.getElementById("proof-pop");
   if (link && event.button === 0 && !(event.metaKey || event.ctrlKey || event.shiftKey || event.altKey)) {
-    event.preventDefault(); // a plain click: the popover, not the card (a modified one follows the link)
+    // A plain click: the popover, not the card (a modified one follows the link). Nothing else may
+    // take the click either: Material's instant navigation does not ask whether it was prevented.
+    event.preventDefault();
+    event.stopPropagation();
     if (pop && !pop.hidden && pop.opener === link) proofPopClose(true);
     else proofPopOpen(link);
   } else if (pop && !pop.hidden && pop.contains(event.target)) {
@@ -232,38 +243,42 @@ function proofFold(button, open) {
   const lines = Number(button.dataset.lines), plural = lines === 1 ? "line" : "lines";
   button.nextElementSibling.hidden = !open;
   button.setAttribute("aria-expanded", String(open));
-  button.textContent = open ? `\u25B4 fold these ${lines} ${plural}` : `\u22EF ${lines} ${plural}`;
-  button.setAttribute("aria-label", open ? `Fold these ${lines} ${plural}` : `Show ${lines} folded ${plural}`);
+  button.textContent = open ? `\u25B4 fold these ${lines} ${plural}` : `\u22EF show ${lines} ${plural}`;
+}
+
+function proofFoldAll(card, open) {
+  const all = card.querySelector("button.proof-card__unfold-all");
+  for (const marks of card.querySelectorAll(".proof-card__marks")) marks.hidden = !open;
+  all.setAttribute("aria-expanded", String(open));
+  all.textContent = open ? "Fold it again" : "Show the whole file";
 }
 
 document.addEventListener("click", (event) => {
   const target = event.target instanceof Element ? event.target : null;
   const fold = target && target.closest("button.proof-card__fold");
-  if (fold) {
-    proofFold(fold, fold.getAttribute("aria-expanded") !== "true");
-    return;
-  }
   const all = target && target.closest("button.proof-card__unfold-all");
-  if (!all) return;
-  const open = all.getAttribute("aria-expanded") !== "true";
-  for (const button of all.closest(".proof-card").querySelectorAll("button.proof-card__fold")) proofFold(button, open);
-  all.setAttribute("aria-expanded", String(open));
-  all.textContent = open ? "Fold it again" : "Show the whole file";
+  if (!fold && !all) return;
+  const card = (fold || all).closest(".proof-card"), folds = [...card.querySelectorAll("button.proof-card__fold")];
+  if (fold) proofFold(fold, fold.getAttribute("aria-expanded") !== "true");
+  else for (const button of folds) proofFold(button, all.getAttribute("aria-expanded") !== "true");
+  proofFoldAll(card, folds.every((button) => button.getAttribute("aria-expanded") === "true"));
 });
 
 // ---- a link's target inside a closed box ----------------------------------------------------------
 
 function proofReveal(id) {
+  // Opens every closed box around the element with this id; whether there was one to open.
   let target = null;
   try {
     target = id && document.getElementById(decodeURIComponent(id));
   } catch (error) {
-    return null;
+    return false;
   }
+  let opened = false;
   for (let box = target && target.closest("details:not([open])"); box; box = box.closest("details:not([open])")) {
-    box.open = true;
+    box.open = opened = true;
   }
-  return target;
+  return opened;
 }
 
 document.addEventListener("click", (event) => {
@@ -274,8 +289,8 @@ document.addEventListener("click", (event) => {
 });
 
 function proofRevealHash() {
-  const target = proofReveal(location.hash.slice(1));
-  if (target) requestAnimationFrame(() => target.scrollIntoView());
+  const id = location.hash.slice(1);
+  if (proofReveal(id)) requestAnimationFrame(() => document.getElementById(decodeURIComponent(id)).scrollIntoView());
 }
 
 addEventListener("hashchange", proofRevealHash);

@@ -80,7 +80,8 @@ def catalogue_markdown(entries: list[Entry]) -> str:
         f"{len(entries)} proofs: {len(ran) - failed} passed, {failed} failed, "
         f"{len(entries) - len(ran)} cited by no page."
         + (f" Pages rest {len(claims)} claims on them; {sum(claims)} hold in this build" if claims else "")
-        + (f", {unchecked} are not checked on this machine (their guard does not hold here)." if unchecked else
+        + (f", {unchecked} {'is' if unchecked == 1 else 'are'} not checked on this machine (a guard does not "
+           "hold here)." if unchecked else
            "." if claims else ""),
     ]
     for home, group in _groups(entries):

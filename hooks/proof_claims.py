@@ -66,22 +66,17 @@ class Token:
 
 @dataclass(frozen=True)
 class Condition:
-    """A parsed claim: its condition's tree, its guard's (or None), its canonical text, the names it reads."""
+    """A parsed claim: its condition's tree and its guard's (or None), written one way, and the
+    names each reads ("name" or "name@machine", in order of first appearance)."""
 
     tree: tuple
     text: str  # the whole claim, guard included, written one way
-    names: tuple[str, ...]  # "name" or "name@machine", in order of first appearance, guard included
+    names: tuple[str, ...]  # every name, guard first
     guard: tuple | None = None  # the facts the claim depends on; None: it applies everywhere
     guard_text: str | None = None  # e.g. "x86_64 and not native_bf16"
-    condition_text: str | None = None  # the condition alone, after the guard (None: the whole text)
-
-    @property
-    def claimed(self) -> str:
-        """The condition alone, without its guard."""
-        return self.condition_text or self.text
-
-    def guard_names(self) -> tuple[str, ...]:
-        return tuple(name for name in self.names if name in _tree_names(self.guard)) if self.guard else ()
+    claimed: str = ""  # the condition alone, after the guard
+    guard_names: tuple[str, ...] = ()
+    claim_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +86,7 @@ class Verdict:
     condition: Condition
     margin: float | None = None  # how far from flipping, as a fraction (see margin()); None: exact
     applies: bool = True  # False: the guard does not hold here, and nothing was judged
+    exact: bool = False  # it reads no measured float: a fact, not a judgement
 
     def check(self) -> str:
         """What was checked and what was seen, e.g. ``matmul_speedup = 1.63 > 1.2``."""
@@ -108,7 +104,7 @@ class Verdict:
 
     def needs(self) -> str:
         """What the values fell short of, e.g. ``matmul_speedup = 0.85, needs > 1.2``."""
-        read = _tree_names(self.condition.tree)  # the guard held: what fell short is the condition's
+        read = self.condition.claim_names  # the guard held: what fell short is the condition's
         seen = ", ".join(f"{name} = {shown(value)}" for name, value in self.values.items() if name in read)
         simple = _simple_form(self.condition)
         if simple:
@@ -136,6 +132,12 @@ def parse(text: str) -> Condition:
         guard_text, body = _canonical(tokens[1 : parser.position - 1]), tokens[parser.position :]
         if not body:
             raise ClaimError(f"the guard 'when {guard_text}:' guards nothing: write the claim after the ':'")
+        if all(token.machine for token in tokens[1 : parser.position - 1] if token.kind == "name"):
+            raise ClaimError(f"the guard 'when {guard_text}:' reads only recordings: a guard names the facts of the "
+                             "machine that builds the page; compare recorded values after the ':'")
+    if parser.peek() is not None and parser.peek().text == "when":
+        raise ClaimError(f"'when' at column {parser.peek().column}: a guard comes first, 'when FACTS: CONDITION', "
+                         "and only once")
     tree = parser.condition()
     if parser.position < len(tokens):
         token = tokens[parser.position]
@@ -146,8 +148,12 @@ def parse(text: str) -> Condition:
     if _kind(tree) == "number":
         raise ClaimError(f"'{_canonical(body)}' is a number, not a claim: compare it, e.g. '> 1'")
     names = tuple(dict.fromkeys(_key(t) for t in tokens if t.kind == "name"))
-    text = _canonical(body) if guard is None else f"when {guard_text}: {_canonical(body)}"
-    return Condition(tree, text, names, guard, guard_text, _canonical(body) if guard is not None else None)
+    claimed = _canonical(body)
+    text = claimed if guard is None else f"when {guard_text}: {claimed}"
+    in_guard = _tree_names(guard) if guard is not None else set()
+    in_claim = _tree_names(tree)
+    return Condition(tree, text, names, guard, guard_text, claimed,
+                     tuple(name for name in names if name in in_guard), tuple(name for name in names if name in in_claim))
 
 
 def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> Verdict:
@@ -160,28 +166,23 @@ def judge(condition: Condition, lookup: Callable[[str, str | None], object]) -> 
             values[key] = _value(key, lookup(name, machine))
         return values[key]
 
-    if condition.guard is not None:
-        for key in condition.guard_names():
-            name, _, machine = key.partition("@")
-            if isinstance(read(name, machine or None), float):
-                raise ClaimError(f"the guard reads '{key}' = {shown(values[key])}, a measurement: a guard names "
-                                 "facts of the machine (booleans, whole numbers); put the comparison after the ':'")
-        applies = _truth(_evaluate(condition.guard, read), condition.guard)
-        if not applies:
-            for key in condition.names:  # defined, though not judged here: a typo shows on every machine
-                if key not in values:
-                    name, _, machine = key.partition("@")
-                    lookup(name, machine or None)
-            return Verdict(False, dict(values), condition, None, applies=False)
-    for key in condition.names:  # read every name, so a message can show them all
+    for key in condition.names:  # every name, read and checked once, so a message can show them all
         name, _, machine = key.partition("@")
         read(name, machine or None)
-    _no_default(condition.tree, read)
+    for key in condition.guard_names:
+        if isinstance(values[key], float):
+            raise ClaimError(f"the guard reads '{key}' = {shown(values[key])}, a measurement: a guard names "
+                             "facts of the machine (booleans, whole numbers); put the comparison after the ':'")
+    _no_default(condition.tree, read)  # on every machine, whether the guard holds here or not
+    exact = not _reads_float(condition.tree, read)
+    if condition.guard is not None and not _truth(_evaluate(condition.guard, read), condition.guard):
+        shown_values = {key: values[key] for key in condition.guard_names}
+        return Verdict(False, shown_values, condition, None, applies=False, exact=exact)
     held = _evaluate(condition.tree, read)
     if not isinstance(held, bool):  # a lone name that holds a number
         raise ClaimError(f"'{condition.text}' is a number ({shown(held)}), not a claim: compare it, e.g. '> 1'")
     distance = _margin(condition.tree, read)
-    return Verdict(held, values, condition, distance if math.isfinite(distance) else None)
+    return Verdict(held, values, condition, distance if math.isfinite(distance) else None, exact=exact)
 
 
 def values_lookup(values: Mapping[str, object], proof: str,
@@ -361,24 +362,28 @@ class _Parser:
 
 
 def _no_default(tree: tuple, read: Callable) -> None:
-    """Refuse an ``or`` that holds on a bare fact while its other side measures something:
-    ``not x86_64 or speedup > 2`` holds wherever x86_64 is False, where nothing was measured.
-    Such a claim is what a guard is for: ``when x86_64: speedup > 2``."""
-    if not isinstance(tree, tuple) or not tree:
-        return
+    """Refuse an ``or`` that holds on a fact while another side measures something: ``not x86_64 or
+    speedup > 2`` holds wherever x86_64 is False, and ``cores < 8 or speedup > 2`` wherever the
+    machine has fewer than eight cores, though nothing was measured there. Such a claim is what a
+    guard is for: ``when x86_64: speedup > 2``. An ``or`` of facts alone (``cuda or mps``) or of
+    measurements alone (``a > 2 or b > 2``) is a claim like any other."""
     if tree[0] == "or":
-        facts = [side for side in tree[1:] if _bare_fact(side, read)]
-        if facts and len(facts) < len(tree) - 1:
-            side = facts[0]
+        sides = tree[1:]
+        bare = [side for side in sides if _bare_fact(side, read)]
+        exact = [side for side in sides if not _reads_float(side, read)]
+        if bare and len(bare) < len(sides):
+            side = bare[0]
             negated = side[0] == "not"
             name = _describe(side[1] if negated else side)
-            written = f"not {name}" if negated else name
-            guard = name if negated else f"not {name}"
+            written, guard = (f"not {name}", name) if negated else (name, f"not {name}")
             raise ClaimError(f"'{written} or ...' holds wherever {name} is {'False' if negated else 'True'}, where "
                              f"nothing is measured: guard the claim instead, 'when {guard}: ...'")
-    for part in tree[1:]:
-        if isinstance(part, tuple) and part and isinstance(part[0], str):
-            _no_default(part, read)
+        if exact and len(exact) < len(sides):
+            written = _tree_text(exact[0])
+            raise ClaimError(f"'{written} or ...' holds wherever {written}, where nothing is measured: guard the "
+                             f"claim instead, 'when not ({written}): ...'")
+    for part in _children(tree):
+        _no_default(part, read)
 
 
 def _bare_fact(tree: tuple, read: Callable) -> bool:
@@ -387,12 +392,43 @@ def _bare_fact(tree: tuple, read: Callable) -> bool:
     return inner[0] == "name" and isinstance(read(inner[1], inner[2]), bool)
 
 
+def _children(tree: tuple) -> tuple:
+    """The sub-trees of a node: operands of a comparison or arithmetic, the parts of and/or/not."""
+    head = tree[0]
+    if head in ("number", "name"):
+        return ()
+    if head in ("compare", "arith"):
+        return tree[2:]
+    return tree[1:]  # negate, not, and, or
+
+
 def _tree_names(tree: tuple) -> set[str]:
     """The names (``name`` or ``name@machine``) a tree reads."""
     if tree[0] == "name":
         return {tree[1] if tree[2] is None else f"{tree[1]}@{tree[2]}"}
-    return {name for part in tree[1:] if isinstance(part, tuple) and part and isinstance(part[0], str)
-            for name in _tree_names(part)}
+    return {name for part in _children(tree) for name in _tree_names(part)}
+
+
+def _tree_text(tree: tuple) -> str:
+    """A tree written back as a condition, for messages."""
+    head = tree[0]
+    if head == "name":
+        return _describe(tree)
+    if head == "number":
+        return f"{tree[1]:g}"
+    if head == "negate":
+        return f"-{_tree_text(tree[1])}"
+    if head == "not":
+        return f"not {_tree_text(tree[1])}"
+    if head == "arith":
+        return f"{_tree_text(tree[2])} {tree[1]} {_tree_text(tree[3])}"
+    if head == "compare":
+        parts = [_tree_text(tree[2])]
+        for op, operand in zip(tree[1], tree[3:]):
+            parts += [op, _tree_text(operand)]
+        return " ".join(parts)
+    return f" {head} ".join(f"({_tree_text(part)})" if part[0] in ("and", "or") else _tree_text(part)
+                            for part in tree[1:])
 
 
 def _kind(tree: tuple) -> str:
@@ -497,16 +533,11 @@ def _margin(tree: tuple, read: Callable) -> float:
 
 
 def _reads_float(tree: tuple, read: Callable) -> bool:
-    """Whether an arithmetic expression reads a measured float (not only integers and literals)."""
-    head = tree[0]
-    if head == "name":
+    """Whether a tree reads a measured float (not only integers, booleans and literals)."""
+    if tree[0] == "name":
         value = read(tree[1], tree[2])
         return isinstance(value, float)
-    if head == "negate":
-        return _reads_float(tree[1], read)
-    if head == "arith":
-        return _reads_float(tree[2], read) or _reads_float(tree[3], read)
-    return False
+    return any(_reads_float(part, read) for part in _children(tree))
 
 
 def margin_text(margin: float | None) -> str | None:
@@ -560,7 +591,7 @@ def _compare(op: str, left: float, right: float) -> bool:
 def _simple_form(condition: Condition) -> tuple[str, str] | None:
     """``name OP rest`` with the name read once: (name, 'OP rest'), so messages can read naturally."""
     tree = condition.tree
-    names = [name for name in condition.names if name in _tree_names(tree)]
+    names = list(condition.claim_names)
     if tree[0] == "name":
         return names[0], ""
     if tree[0] != "compare" or len(tree[1]) != 1 or tree[2][0] != "name" or len(names) != 1:
@@ -582,6 +613,7 @@ class Judged:
     applies: bool = True  # False: its guard does not hold on this machine; neither held nor failed
     condition: str = ""  # the condition as written one way, for the claim's popover
     seen: str = ""  # the values it read, e.g. "matmul_speedup = 1.63"
+    exact: bool = False  # it read no measured float: a checked fact rather than a judgement
 
     @property
     def state(self) -> str:
@@ -600,9 +632,9 @@ def judge_claim(condition: str, values: Mapping[str, object], proof: str, failur
     parsed = parse(condition)
     if failure is not None and any("@" not in name for name in parsed.names):
         return Judged(False, f"{proof} failed", f"{proof} {failure}, so nothing it measured can be checked",
-                      condition=parsed.text, seen=f"{proof} {failure}")
+                      condition=parsed.text)
     verdict = judge(parsed, values_lookup(values, proof, recorded))
-    said = dict(condition=parsed.text, seen=verdict.seen())
+    said = dict(condition=parsed.text, seen=verdict.seen(), exact=verdict.exact)
     if not verdict.applies:
         return Judged(False, verdict.check(), None, None, applies=False, **said)
     if verdict.held:

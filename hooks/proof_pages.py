@@ -9,6 +9,7 @@ function that makes one URL relative to another.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ class Knowledge:
         self.relative_url = relative_url  # (target URL, from page URL) -> a URL relative to the page
         self.verdicts = Verdicts(thin_margin, strict)  # every claim pages make, judged once per build
         self.authors = authors  # cards list the claims on them, with margins (mkdocs serve)
+        self.built = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")  # as run stamps write days
         self.card_home: dict[str, str] = {}  # proof -> src_uri of the first page showing its card
         self.figures: dict[tuple, list] = {}  # (proof, label or None) -> [proof_assets.Figure]
         self.sources: dict[str, str] = {}  # proof -> URI of its highlighted source

@@ -17,8 +17,10 @@ and any second run, from the ``data-`` attributes written here.
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
+import tokenize
 
 import jinja2
 from markupsafe import Markup, escape
@@ -75,7 +77,7 @@ def card(proof: str, source: str, outcome: Outcome, download: str, card_id: str,
         source_lines=_count_lines(source),
         download=download,
         install=install_line(source, outcome, name),
-        variant=install_variant(source, outcome),
+        variant=install_variant(source, outcome, name),
         outcome=outcome,
         ok=outcome.status == OK or (outcome.status == ABSENT and bool(runs)),
         expected=marks.get("raises"),
@@ -91,7 +93,21 @@ def _count_lines(text: str) -> int:
     return text.count("\n") + (bool(text) and not text.endswith("\n"))
 
 
-_FOLD_MARK = re.compile(r"^[ \t]*#\s*proof:\s*(?P<mark>unfold|fold)\s*$")
+_FOLD_MARK = re.compile(r"#\s*proof:\s*(?P<mark>unfold|fold)\s*")
+
+
+def fold_marks(source: str) -> dict[int, str]:
+    """{0-based line: "unfold" or "fold"} for each comment that stands alone on its line as
+    ``# proof: unfold`` or ``# proof: fold`` (indented or not; never one inside a string)."""
+    marks = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and (mark := _FOLD_MARK.fullmatch(token.string)) \
+                    and not token.line[: token.start[1]].strip():
+                marks[token.start[0] - 1] = mark["mark"]
+    except (tokenize.TokenError, SyntaxError):
+        return {}
+    return marks
 
 
 def unfolded_parts(source: str) -> list[tuple[int, int]] | None:
@@ -99,11 +115,10 @@ def unfolded_parts(source: str) -> list[tuple[int, int]] | None:
     ``# proof: unfold`` and the next ``# proof: fold`` (or the end). None: the source has no such
     mark, and is folded or shown whole."""
     parts, start = [], None
-    for number, line in enumerate(source.split("\n")):
-        mark = _FOLD_MARK.match(line)
-        if mark and mark["mark"] == "unfold" and start is None:
+    for number, mark in sorted(fold_marks(source).items()):
+        if mark == "unfold" and start is None:
             start = number + 1
-        elif mark and mark["mark"] == "fold" and start is not None:
+        elif mark == "fold" and start is not None:
             parts.append((start, number))
             start = None
     if start is not None:
@@ -113,14 +128,18 @@ def unfolded_parts(source: str) -> list[tuple[int, int]] | None:
 
 def _partial_source(source: str, parts: list[tuple[int, int]]) -> list[dict]:
     """The highlighted source in runs of lines, each shown or folded in place:
-    [{"shown": bool, "html": Markup, "lines": count}]."""
+    [{"shown": bool, "html": Markup, "lines": count, "marks": bool}]; a folded run of nothing but
+    fold marks ("marks") waits without a button, for "Show the whole file"."""
     lines = highlighted(source).split("\n")[: _count_lines(source)]
+    marks = fold_marks(source)
     runs, position = [], 0
     for start, end in parts + [(len(lines), len(lines))]:
         if start > position:
-            runs.append({"shown": False, "lines": start - position, "html": Markup("\n".join(lines[position:start]) + "\n")})
+            runs.append({"shown": False, "lines": start - position, "html": Markup("\n".join(lines[position:start]) + "\n"),
+                         "marks": all(number in marks for number in range(position, start))})
         if end > start:
-            runs.append({"shown": True, "lines": end - start, "html": Markup("\n".join(lines[start:end]) + "\n")})
+            runs.append({"shown": True, "lines": end - start, "html": Markup("\n".join(lines[start:end]) + "\n"),
+                         "marks": False})
         position = max(position, end)
     return runs
 
@@ -151,24 +170,27 @@ def install_line(source: str, outcome: Outcome, name: str) -> str:
 
 # A local variant of torch's version (2.13.0+cpu) names the build, which PyTorch's own index serves.
 _VARIANTS = ((re.compile(r"cpu"), "the build for CPUs only"), (re.compile(r"cu(\d+)(\d)"), "the CUDA {0}.{1} build"),
-             (re.compile(r"rocm([\d.]+)"), "the ROCm {0} build"), (re.compile(r"xpu"), "the Intel GPU build"))
+             (re.compile(r"rocm(\d+(?:\.\d+)*)"), "the ROCm {0} build"), (re.compile(r"xpu"), "the Intel GPU build"))
 TORCH_INDEX = "https://download.pytorch.org/whl/"
 
 
-def install_variant(source: str, outcome: Outcome) -> dict | None:
+def install_variant(source: str, outcome: Outcome, name: str = "NAME.py") -> dict | None:
     """Where the torch that ran is a local variant such as ``2.13.0+cpu`` (PyPI's plain wheel for
-    Linux is another build), what that build is and the line that installs it:
-    {"version", "what", "line"}; None for a plain version or a proof that does not import torch."""
+    Linux is another build), what that build is and the line that installs it from PyTorch's index:
+    {"version", "what", "line"}; a build of its own (``2.13.0a0+gitcf30153``) gets no line. None for
+    a plain version or a proof that does not import torch."""
     version = outcome.stamp.get("torch") or ""
     if "torch" not in imported_packages(source) or "+" not in version:
         return None
     local = version.split("+", 1)[1]
-    what = next((label.format(*match.groups()) for pattern, label in _VARIANTS
-                 if (match := pattern.fullmatch(local))), f"the {local} build")
-    pins = [f"torch=={version}"] + [f"{package}=={outcome.stamp[package]}" for package in imported_packages(source)
-                                     if package != "torch" and outcome.stamp.get(package)]
-    return {"version": version, "what": what,
-            "line": f"pip install {' '.join(pins)} --extra-index-url {TORCH_INDEX}{local}"}
+    for pattern, label in _VARIANTS:
+        if match := pattern.fullmatch(local):
+            pins = [f"torch=={version}"] + [f"{package}=={outcome.stamp[package].split('+')[0]}"
+                                             for package in imported_packages(source)
+                                             if package != "torch" and outcome.stamp.get(package)]
+            line = f"pip install {' '.join(pins)} --extra-index-url {TORCH_INDEX}{local} && python {name}"
+            return {"version": version, "what": label.format(*match.groups()), "line": line}
+    return {"version": version, "what": "a build of its own, which no package index serves", "line": None}
 
 
 def imported_packages(source: str) -> list[str]:
@@ -227,15 +249,16 @@ def page_machine(runs: list) -> tuple[list[str], str | None] | None:
     return list(facts), day
 
 
-def page_stamp(page: tuple[list[str], str | None]) -> str:
-    """The line under a page's title that states, once, where its numbers were measured: the
-    machine, its OS, Python and torch (every fact, the OS's release and matplotlib too, in its title)."""
+def page_stamp(page: tuple[list[str], str | None], built: str | None = None) -> str:
+    """The line under a page's title that states, once, where and when its numbers were measured;
+    ``built``, the day of this build, is said too where the runs are older (kept from a cache)."""
     facts, day = page
-    short = [fact.split(" ")[0] if index == 1 and not fact.startswith(("Python", "torch")) else fact
-             for index, fact in enumerate(facts) if not fact.startswith(("matplotlib", "device: cpu"))]
     when = f" on {day}" if day else ""
-    return (f'<p class="proof-page-stamp" title="{escape(", ".join(facts))}">Measured{when}, when this site was '
-            f'built, on {escape(", ".join(short))}.</p>')
+    if built and day and built != day:
+        when += f" (this site was built on {built}, from runs it had kept)"
+    shown = [fact for fact in facts if fact != "device: cpu"]
+    return f'<p class="proof-page-stamp">Measured{when}, on {escape(", ".join(shown))}.</p>'
+
 
 def value_text(link: ProofLink, proof: str, outcome: Outcome) -> str:
     """The value a VALUE link names, formatted; a LinkError says what is wrong with the link."""
@@ -283,15 +306,17 @@ def without_folded_sources(html: str) -> str:
 _SAID = {"held": "checked when built", "failed": "does not hold", "unchecked": "not checked on this machine"}
 
 
-def claim_markdown(text: str, href: str, judged: Judged, claim_id: str, proof: str, note: str | None = None) -> str:
+def claim_markdown(text: str, href: str, judged: Judged, claim_id: str, proof: str, retry: str | None = None) -> str:
     """A claim as it stands in the page: its words (Markdown, kept) linked to the card, as a
     judgement or an exact fact, held, failed or not checked here. Its ``data-`` attributes hold
-    what its popover says: the condition, the values it read, and a note (a second run, or why
-    it was not checked here); the title says it in one line, for a pointer that hovers."""
-    kind = "judgement" if judged.margin is not None else "fact"
-    check = judged.check.removeprefix("not checked on this machine: ")
-    title = f"{_SAID[judged.state]}: {check}"
-    data = {"condition": judged.condition, "seen": judged.seen, "proof": proof, "note": note or ""}
+    what its popover says: the condition, the values it read, and a note (why it was not checked
+    here, why it could not be checked, a second run); the title says it in one line, for a
+    pointer that hovers."""
+    kind = "fact" if judged.exact else "judgement"
+    title = f"{_SAID[judged.state]}: {judged.check.removeprefix('not checked on this machine: ')}"
+    reason = judged.check.removeprefix("not checked on this machine: ") if judged.state == "unchecked" else None
+    note = "; ".join(part for part in (reason, judged.problem if not judged.seen else None, retry) if part)
+    data = {"condition": judged.condition, "seen": judged.seen, "proof": proof, "note": note}
     attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
     title = title.replace('"', "'")
     return (f'<span class="proof-claim proof-claim--{kind} proof-claim--{judged.state}" id="{claim_id}"{attributes}>'

@@ -77,7 +77,7 @@ def rewrite(markdown: str, page: Page, know: Knowledge, token: str) -> Rewritten
         last = link.end
         pieces.append(writer.link(link, proof, error, claim_ids.get(link.start)))
     pieces.append(markdown[last:])
-    stamp = proof_render.page_stamp(machine) if machine is not None else None
+    stamp = proof_render.page_stamp(machine, know.built) if machine is not None else None
     return Rewritten("".join(pieces), writer.cards, writer.messages, stamp)
 
 
@@ -87,8 +87,6 @@ def _page_machine(resolved: list, know: Knowledge) -> tuple | None:
                            if proof and not error and link.kind != proof_links.REF and link.machine is None)
     return proof_render.page_machine([outcome for proof in proofs
                                       if (outcome := know.runs.outcome(proof)).status != ABSENT])
-
-
 
 
 def place_cards(html: str, cards: dict[str, str], stamp: str | None = None) -> str:
@@ -101,6 +99,27 @@ def place_cards(html: str, cards: dict[str, str], stamp: str | None = None) -> s
         title = _H1_END.search(html)
         at = title.end() if title else 0
         html = f"{html[:at]}\n{stamp}{html[at:]}"
+    return _open_boxes_with_failures(html)
+
+
+_DETAILS = re.compile(r"<details\b[^>]*>|</details>", re.IGNORECASE)
+_FAILED = ("proof-card--failed", "proof-claim--failed", 'class="proof-broken"')
+
+
+def _open_boxes_with_failures(html: str) -> str:
+    """Each folded box (a deeper aside) that holds a failed card, a failed claim or a broken link,
+    opened: a failure is loud wherever it stands."""
+    starts, opened = [], []
+    for tag in _DETAILS.finditer(html):
+        if not tag[0].startswith("</"):
+            starts.append(tag)
+        elif starts:
+            start = starts.pop()
+            inside = html[start.end() : tag.start()]
+            if " open" not in start[0] and any(mark in inside for mark in _FAILED):
+                opened.append(start.end() - 1)
+    for at in sorted(opened, reverse=True):
+        html = html[:at] + " open" + html[at:]
     return html
 
 

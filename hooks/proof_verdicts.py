@@ -111,7 +111,7 @@ class Verdicts:
                 continue
             self.first.update({claim: self.judged[claim] for claim in shaky})
             again(proof)
-            if self._judge(proof, judge, only):
+            if self._judge(proof, judge, only) or any(self.guard_moved(claim) for claim in shaky):
                 unsettled.append(proof)
             for claim in shaky:
                 report(f"{claim.where}: claim {claim.quoted} {self.retry_note(claim)} (proofs/{proof})")
@@ -133,13 +133,22 @@ class Verdicts:
     def verdict(self, claim: Claim) -> Judged | ClaimError:
         return self.judged[claim]
 
+    def guard_moved(self, claim: Claim) -> bool:
+        """Whether the claim's guard held on one of its two runs and not on the other: then it read
+        something the run measured, not a fact of the machine."""
+        first, now = self.first.get(claim), self.judged.get(claim)
+        return isinstance(first, Judged) and isinstance(now, Judged) and first.applies != now.applies
+
     def retry_note(self, claim: Claim) -> str | None:
         """What the card and the log say of a claim whose proof ran twice for it, or None."""
         first = self.first.get(claim)
         if first is None:
             return None
         now = self.judged.get(claim)
-        if isinstance(now, Judged) and self.settled(now):
+        if isinstance(now, Judged) and self.guard_moved(claim):
+            said = ("its guard held on one run and not on the other" if now.applies else
+                    "was not checked on the second run: its guard did not hold there")
+        elif isinstance(now, Judged) and self.settled(now):
             said = "held on the second run"
         elif isinstance(now, Judged) and now.held:
             said = "held on the second run, but by a thin margin again"
@@ -153,14 +162,22 @@ class Verdicts:
         A claim that does not hold is a "warning". One that holds by a thin margin is a "warning"
         too, except under ``--strict``, where it is "info": its sentence is true on the run kept."""
         judged = self.judged.get(claim)
-        if judged is None or isinstance(judged, ClaimError) or not judged.applies:
+        if judged is None or isinstance(judged, ClaimError):
             return None
+        if self.guard_moved(claim):
+            guard = proof_claims.parse(claim.link.condition).guard_text
+            return "warning", (f"{claim.where}: claim {claim.quoted}: its guard ({guard}) "
+                               f"held on one run and not on the other, so it read what a run measured, not a fact of "
+                               f"the machine: guard on what the machine is, and judge what it measured after the ':' "
+                               f"(proofs/{proof})")
+        if not judged.applies:
+            return "info", f"{claim.where}: claim {claim.quoted} {judged.check} (proofs/{proof})"
         if not judged.held:
             return "warning", f"{claim.where}: claim {claim.quoted} does not hold: {judged.problem}"
         if not self.settled(judged):
             runs = "on both runs" if claim in self.first and self.first[claim].held else "on the run kept"
             text = (f"{claim.where}: claim {claim.quoted} holds by a thin margin {runs}, {margin_text(judged.margin)}, "
-                    f"under the {margin_text(self.thin_margin)} this site asks for ({SETTING} in mkdocs.yml): "
+                    f"under the {self.thin_margin * 100:g}% this site asks for ({SETTING} in mkdocs.yml): "
                     f"{judged.check} (proofs/{proof}); measure it more steadily or widen its band")
             if self.strict:
                 return "info", text + " (not a warning under --strict: the claim held)"
@@ -188,7 +205,7 @@ class Verdicts:
             line += f"; {second} judged on a second run"
         margins = [(v.margin, claim) for claim, v in judged if v.held and v.margin is not None]
         if not margins:
-            return line + "; none has a margin (every one is exact)"
+            return line + ("; none that held has a margin (each is exact)" if held else "")
         thinnest, claim = min(margins, key=lambda pair: pair[0])
         return line + f"; thinnest margin {margin_text(thinnest)}, {claim.where} ({claim.quoted})"
 

@@ -558,13 +558,19 @@ def test_cards_work_on_a_page_reached_by_materials_instant_navigation(browser, s
             plt.plot([1, 2, 3], [2, 1, 3])
             plt.show()
             print("drawn")
+            points = 3
         """)
-        site.page("index.md", "# Home\n\n[The drawing](two.md)\n")
+        site.page("index.md", "# Home\n\n[The drawing](two.md) has [three points](../proofs/drawn.py#?points == 3).\n")
         site.page("two.md", "# Two\n\n[drawn.py](../proofs/drawn.py)\n")
         result = site.build("--strict")
         assert result.returncode == 0, result.stderr[-3000:]
         tab = Tab(browser, server.base, **PHONE)
         page = tab.open("")
+        claim = page.locator(".proof-claim > a")  # its card is on the other page: a tap opens the popover only
+        claim.tap()
+        assert page.locator("#proof-pop").is_visible() and page.url == server.base
+        page.locator("h1").tap()
+        assert not page.locator("#proof-pop").is_visible() and page.url == server.base
         page.evaluate("window.__stillTheSameDocument = true")
         page.get_by_role("link", name="The drawing").tap()
         page.wait_for_url(server.base + "two/")

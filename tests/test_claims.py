@@ -269,7 +269,7 @@ def test_exact_comparisons_of_integers_booleans_and_equalities_have_none(conditi
 
 def test_a_claim_that_fails_on_an_exact_part_has_no_margin_either():
     assert margin("broken and speedup > 1.2") is None  # it cannot hold whatever the float does
-    assert judge_claim("a < 2 or speedup > 1.2", VALUES, "proofs/p.py", None).margin == pytest.approx(0.43 / 1.2)
+    assert judge_claim("slow > 1 or speedup > 1.2", VALUES, "proofs/p.py", None).margin == pytest.approx(0.43 / 1.2)
 
 
 # ---- guards: the facts of the machine a claim depends on --------------------------------------
@@ -289,8 +289,23 @@ def test_a_guard_that_does_not_hold_judges_nothing_and_never_holds():
     assert (judged.state, judged.held, judged.applies, judged.margin) == ("unchecked", False, False, None)
     assert judged.check == "not checked on this machine: it needs broken; here broken = False"
     assert judged.problem is None
-    # the values behind it need not be numbers there: nothing reads them
-    assert judge_claim("when broken: machine > 1", VALUES, "proofs/p.py", None).state == "unchecked"
+    assert judged.seen == "broken = False"  # what the popover shows: the facts that ruled it out
+
+
+def test_behind_a_false_guard_a_claim_is_still_read_so_that_its_mistakes_show_on_every_machine():
+    assert error_of("when broken: machine > 1").startswith("'machine' is a string")
+    assert error_of("when broken: not matches or speedup > 2").startswith("'not matches or ...' holds wherever")
+    # a value a machine cannot measure is a number still: nan, judged nowhere the guard is false
+    assert judge_claim("when broken: missing > 1", VALUES, "proofs/p.py", None).state == "unchecked"
+
+
+def test_a_claim_is_a_fact_when_it_reads_no_measured_float_whatever_this_run_measured():
+    kinds = {condition: judge_claim(condition, VALUES, "proofs/p.py", None).exact
+             for condition in ("a == 3", "matches", "a > b", "speedup > 1.2", "when broken: speedup > 1.2",
+                               "when matches: a > 1", "matches and speedup > 1")}
+    assert kinds == {"a == 3": True, "matches": True, "a > b": True, "speedup > 1.2": False,
+                     "when broken: speedup > 1.2": False, "when matches: a > 1": True,
+                     "matches and speedup > 1": False}
 
 
 @pytest.mark.parametrize(
@@ -327,6 +342,7 @@ def test_a_guard_is_written_first_and_once(condition, message):
         ("not broken or speedup > 2", "not broken", "broken"),
         ("speedup > 2 or matches", "matches", "not matches"),
         ("a == 3 and (not matches or speedup > 2)", "not matches", "matches"),
+        ("matches or a == 3", "matches", "not matches"),  # a fact short-cuts the count it stands beside
     ],
 )
 def test_an_or_that_holds_on_a_bare_fact_is_refused_in_favour_of_a_guard(condition, written, guard):
@@ -334,6 +350,22 @@ def test_an_or_that_holds_on_a_bare_fact_is_refused_in_favour_of_a_guard(conditi
     name = written.removeprefix("not ")
     assert error_of(condition) == (f"'{written} or ...' holds wherever {name} is {value}, where nothing is measured: "
                                    f"guard the claim instead, 'when {guard}: ...'")
+
+
+@pytest.mark.parametrize("condition, written", [("b < 8 or speedup > 2", "b < 8"), ("a == 3 or slow > 2", "a == 3"),
+                                                 ("not (a >= 8) or speedup > 2", "not a >= 8")])
+def test_an_or_that_holds_on_an_exact_check_beside_a_measurement_is_refused_too(condition, written):
+    assert error_of(condition) == (f"'{written} or ...' holds wherever {written}, where nothing is measured: guard the "
+                                   f"claim instead, 'when not ({written}): ...'")
+
+
+def test_an_or_of_facts_alone_or_of_measurements_alone_is_a_claim_like_any_other():
+    assert holds("matches or broken") and holds("a == 3 or b == 5") and holds("speedup > 2 or slow < 1")
+
+
+def test_a_guard_reads_this_machine_and_comes_once():
+    assert parse_error("when cuda@h200: speedup > 1").startswith("the guard 'when cuda@h200:' reads only recordings")
+    assert parse_error("when matches: when broken: speedup > 1").startswith("'when' at column 15: a guard comes first")
 
 
 def test_margin_text_is_a_percentage():

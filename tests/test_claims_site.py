@@ -132,7 +132,7 @@ def test_a_claim_whose_guard_is_false_is_not_checked_here_and_says_why(site):
             "thinnest margin 55%") in result.stderr
     catalogue = site.html("proofs/index.html")
     assert "<td>1 of 2 holds, 1 not checked here; thinnest margin 55%</td>" in catalogue
-    assert "1 are not checked on this machine (their guard does not hold here)." in catalogue
+    assert "1 is not checked on this machine (a guard does not hold here)." in catalogue
 
 
 def test_a_guard_reads_facts_and_a_typo_behind_a_false_guard_is_still_an_error(site):

@@ -254,11 +254,11 @@ def test_a_source_can_be_unfolded_in_part_the_rest_folded_in_place():
     copied, shown = code.split('">', 1)
     assert copied == str(escape(source))  # the copy button copies the whole file
     shown = shown.split("</code>")[0]
-    folds = re.findall(r'<button type="button" class="proof-card__fold" data-lines="(\d+)" aria-expanded="false" '
-                       r'aria-label="Show \d+ folded lines?">&#8943; \d+ lines?</button><span class="proof-card__folded" '
+    folds = re.findall(r'<button type="button" class="proof-card__fold" data-lines="(\d+)" aria-expanded="false">'
+                       r'&#8943; show \d+ lines?</button><span class="proof-card__folded" '
                        r'hidden>(.*?)</span>(?=<button|<span class="n">|$)', shown, re.DOTALL)
     assert [int(lines) for lines, _ in folds] == [3, 4]  # docstring, import, mark; mark, print, plot, mark
-    visible = re.sub(r'<button.*?</button><span class="proof-card__folded" hidden>.*?\n</span>', "", shown,
+    visible = re.sub(r'(<button.*?</button>)?<span class="proof-card__folded[^"]*" hidden>.*?\n</span>', "", shown,
                      flags=re.DOTALL)
     assert re.sub(r"<[^>]+>", "", visible) == "model = torch.nn.Linear(2, 2)\nloss = model(x)\nstep()\n"
     assert '<button type="button" class="proof-card__unfold-all" aria-expanded="false">Show the whole file</button>' in html
@@ -266,19 +266,37 @@ def test_a_source_can_be_unfolded_in_part_the_rest_folded_in_place():
     assert unfolded_parts("a\n    # proof: unfold\nb\n") == [(2, 3)]  # an indented mark counts; to the end
 
 
+def test_the_unfolded_lines_are_the_sources_own_whatever_surrounds_them():
+    # leading blank lines stay lines (the lexer would drop them); a mark in a string is no mark
+    source = '\n\n# proof: unfold\nx = 1\n# proof: fold\nsecret = 2\nnote = """\n# proof: unfold\n"""\n'
+    html = card("p.py", source, outcome(), download="p.py", card_id="c", source_url="s.html")
+    code = html.split('data-copy="', 1)[1].split('">', 1)[1].split("</code>")[0]
+    visible = re.sub(r'(<button.*?</button>)?<span class="proof-card__folded[^"]*" hidden>.*?\n</span>', "", code,
+                     flags=re.DOTALL)
+    assert re.sub(r"<[^>]+>", "", visible) == "x = 1\n"
+    assert unfolded_parts(source) == [(3, 4)]
+    # a run of nothing but marks waits for "Show the whole file", without a button of its own
+    marked = card("p.py", "# proof: unfold\nx = 1\n", outcome(), download="p.py", card_id="c")
+    assert '<span class="proof-card__folded proof-card__marks" hidden>' in marked and "proof-card__fold\"" not in marked
+
+
 def test_the_install_line_names_a_local_build_of_torch_beside_the_plain_one():
     both = "import torch\nimport matplotlib\n"
-    assert install_variant(both, outcome()) == {
+    assert install_variant(both, outcome(), "p.py") == {
         "version": "2.13.0+cpu", "what": "the build for CPUs only",
-        "line": "pip install torch==2.13.0+cpu matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu"}
+        "line": "pip install torch==2.13.0+cpu matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu "
+                "&& python p.py"}
     cuda = outcome(stamp=dict(STAMP, torch="2.13.0+cu128"))
     assert install_variant("import torch\n", cuda)["what"] == "the CUDA 12.8 build"
-    assert install_variant("import torch\n", cuda)["line"].endswith("--extra-index-url https://download.pytorch.org/whl/cu128")
+    assert "--extra-index-url https://download.pytorch.org/whl/cu128 &&" in install_variant("import torch\n", cuda)["line"]
+    own = outcome(stamp=dict(STAMP, torch="2.13.0a0+gitcf30153"))  # built from source: no index serves it
+    assert install_variant("import torch\n", own) == {
+        "version": "2.13.0a0+gitcf30153", "what": "a build of its own, which no package index serves", "line": None}
     assert install_variant("import torch\n", outcome(stamp=dict(STAMP, torch="2.13.0"))) is None
     assert install_variant("import json\n", outcome()) is None
     html = card("p.py", both, outcome(), download="p.py", card_id="c")
     assert ("This build ran torch 2.13.0+cpu, the build for CPUs only: <code>pip install torch==2.13.0+cpu "
-            "matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu</code>") in html
+            "matplotlib==3.11.2 --extra-index-url https://download.pytorch.org/whl/cpu &amp;&amp; python p.py</code>") in html
 
 
 def test_a_page_states_its_machine_once_and_a_stamp_says_only_what_differs():
@@ -286,10 +304,12 @@ def test_a_page_states_its_machine_once_and_a_stamp_says_only_what_differs():
     page = page_machine([here, outcome(), outcome(stamp=dict(STAMP, machine="Other CPU"))])
     assert page == (["Some CPU (2 cores)", "Linux 6.1", "Python 3.11.7", "torch 2.13.0+cpu", "matplotlib 3.11.2",
                      "device: cpu"], "2026-11-29")
-    assert page_stamp(page) == (
-        '<p class="proof-page-stamp" title="Some CPU (2 cores), Linux 6.1, Python 3.11.7, torch 2.13.0+cpu, '
-        'matplotlib 3.11.2, device: cpu">Measured on 2026-11-29, when this site was built, on Some CPU (2 cores), '
-        "Linux, Python 3.11.7, torch 2.13.0+cpu.</p>")
+    assert page_stamp(page, "2026-11-29") == (
+        '<p class="proof-page-stamp">Measured on 2026-11-29, on Some CPU (2 cores), Linux 6.1, Python 3.11.7, '
+        "torch 2.13.0+cpu, matplotlib 3.11.2.</p>")
+    assert page_stamp(page, "2026-12-01").startswith(  # a cached run is older than the build: both days said
+        '<p class="proof-page-stamp">Measured on 2026-11-29 (this site was built on 2026-12-01, from runs it had '
+        "kept), on Some CPU")
     assert stamp_line(here, page) == "Ran for 1.23 s."
     assert stamp_line(outcome(cached=True, stamp=dict(STAMP, date="2026-11-28 09:00 UTC")), page) == (
         "Ran for 1.23 s at 2026-11-28 09:00 UTC.")

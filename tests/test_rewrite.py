@@ -108,6 +108,17 @@ def test_broken_links_and_failed_proofs_are_named_with_page_and_line(build):
             in done.markdown)
 
 
+def test_the_machine_line_goes_under_the_title_and_a_box_holding_a_failure_opens():
+    stamp = '<p class="proof-page-stamp">Measured on ...</p>'
+    assert place_cards('<h1 id="home">Home</h1>\n<p>Text.</p>', {}, stamp) == (
+        f'<h1 id="home">Home</h1>\n{stamp}\n<p>Text.</p>')
+    assert place_cards("<p>No title.</p>", {}, stamp) == f"\n{stamp}<p>No title.</p>"
+    failed = '<div class="proof-card proof-card--failed" id="proof-p"><details class="proof-card__source"></details></div>'
+    boxed = (f'<details class="deeper"><summary>More</summary>{failed}</details>'
+             '<details class="deeper"><summary>Fine</summary><p>ok</p></details>')
+    assert place_cards(boxed, {}) == boxed.replace('<details class="deeper">', '<details class="deeper" open>', 1)
+
+
 def test_a_link_to_a_card_on_another_page_goes_there(build):
     done = rewritten(build, "# Part\n\nSee [it](../proofs/speed.py).\n", uri="part.md",
                      others={"index.md": "# Home\n\n[speed.py](../proofs/speed.py)\n"})

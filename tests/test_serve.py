@@ -51,7 +51,8 @@ class Server:
 @pytest.fixture
 def server(site):
     site.proof("p.py", '"""P."""\nvalue = 41\nprint("ok")\n')
-    site.page("index.md", "# Home\n\nThe value is [v](../proofs/p.py#value).\n\n[p.py](../proofs/p.py)\n")
+    site.page("index.md", "# Home\n\nThe value is [v](../proofs/p.py#value), [above forty](../proofs/p.py#?value > 40)."
+                          "\n\n[p.py](../proofs/p.py)\n")
     running = Server(site)
     yield running
     running.stop()
@@ -61,6 +62,9 @@ def test_serve_reruns_only_what_changed_and_survives_a_broken_proof(site, server
     startup = server.wait_for("Serving on")
     assert any("proofs: 1/1 p.py" in line for line in startup)
     assert 'title="value, measured by proofs/p.py">41</a>' in server.get()
+    # under serve, the card lists for its author the claims pages make from it (with margins, where they have one)
+    assert ('<li class="proof-card__claim proof-card__claim--held"><a href="./#claim-p-1">above forty</a> (Home): '
+            "<code>value = 41 &gt; 40</code>, holds</li>") in server.get()
 
     time.sleep(1)
     site.page("index.md", "# Home\n\nEdited. The value is [v](../proofs/p.py#value).\n\n[p.py](../proofs/p.py)\n")

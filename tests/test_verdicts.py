@@ -98,9 +98,23 @@ def test_a_claim_that_does_not_apply_here_settles_and_is_counted_apart():
     verdicts.add("p.py", claim("speedup > 1", line=5))
     reports, unsettled, runs = settle(verdicts, [{"arm64": False, "speedup": 1.9}])
     assert (reports, unsettled, runs) == ([], [], 1)
-    assert verdicts.message(c, "p.py") is None
+    assert verdicts.message(c, "p.py") == ("info", 'docs/index.md:3: claim "finished faster" not checked on this '
+                                                   "machine: it needs arm64; here arm64 = False (proofs/p.py)")
     assert verdicts.summary() == ('2 claims: 1 held, 1 not checked on this machine (a guard does not hold here); '
                                   'thinnest margin 90%, docs/index.md:5 ("finished faster")')
+
+
+def test_a_guard_that_held_on_one_run_and_not_on_the_other_is_a_warning_not_a_pass():
+    verdicts = Verdicts(0.1, strict=True)
+    verdicts.add("p.py", c := claim("when free_cores >= 2: speedup > 1.3"))
+    reports, unsettled, runs = settle(verdicts, [{"free_cores": 2, "speedup": 1.1}, {"free_cores": 1, "speedup": 1.1}])
+    assert runs == 2 and unsettled == ["p.py"]
+    assert verdicts.retry_note(c) == ("was not checked on the second run: its guard did not hold there; the first "
+                                      "measured speedup = 1.1, needs > 1.3")
+    level, text = verdicts.message(c, "p.py")
+    assert level == "warning" and text.startswith(
+        'docs/index.md:3: claim "finished faster": its guard (free_cores >= 2) held on one run and not on the '
+        "other, so it read what a run measured, not a fact of the machine")
 
 
 def test_without_a_thin_margin_any_margin_settles():
@@ -133,8 +147,11 @@ def test_the_summary_counts_claims_and_names_the_thinnest():
     verdicts = Verdicts(0.1)
     verdicts.add("p.py", claim("count > 2"))
     settle(verdicts, [{"count": 1}, {"count": 1}])
-    assert verdicts.summary() == ("1 claim: 0 held, 1 did not; 1 judged on a second run; none has a margin "
-                                  "(every one is exact)")
+    assert verdicts.summary() == "1 claim: 0 held, 1 did not; 1 judged on a second run"
+    verdicts = Verdicts(0.1)
+    verdicts.add("p.py", claim("count > 2"))
+    settle(verdicts, [{"count": 3}])
+    assert verdicts.summary() == "1 claim: 1 held; none that held has a margin (each is exact)"
     assert Verdicts().summary() == "no claims"
 
 
