@@ -287,10 +287,15 @@ def markdown_link(text: str, href: str, title: str) -> str:
     return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
 
 
-def value_markdown(text: str, href: str, title: str) -> str:
+def value_markdown(text: str, href: str, title: str, code: bool = False) -> str:
     """A measured value as it stands in the page: its text, literally, linked to its card (a
-    Markdown link, so MkDocs resolves its target as it does any page's)."""
-    return f'<span class="proof-value">{markdown_link(text, href, title)}</span>'
+    Markdown link, so MkDocs resolves its target as it does any page's). ``code``: the value is
+    code (a schema, an operator's name, a chain of kernels), set as code, as its link text was
+    (``[`x`](../proofs/p.py#chain)``)."""
+    if not code:
+        return f'<span class="proof-value">{markdown_link(text, href, title)}</span>'
+    return (f'<span class="proof-value proof-value--code">[<code>{_literal(text)}</code>]'
+            f'({href} "{title.replace(chr(34), "")}")</span>')
 
 
 _FOLDED_SOURCE = re.compile(r'(<div class="highlight" id="[^"]*" data-proof-source="[^"]*">)<pre>.*?</pre>(</div>)',

@@ -179,7 +179,8 @@ class _Writer:
             text = proof_render.value_text(link, f"proofs/{proof}", run)
         except proof_links.LinkError as error:
             return self.broken(link, error)
-        return proof_render.value_markdown(text, href, f"{link.variable}, measured by proofs/{proof}{where}")
+        code = len(link.text) > 1 and link.text.startswith("`") and link.text.endswith("`")
+        return proof_render.value_markdown(text, href, f"{link.variable}, measured by proofs/{proof}{where}", code)
 
     def claim(self, link, proof: str, claim_id: str) -> str:
         """A claim as judged once for the build (proof_verdicts.py); a WARNING where it does not settle."""

@@ -57,6 +57,14 @@ def test_a_value_becomes_a_link_to_the_card_with_its_formatted_value(build):
     assert done.messages == [] and done.cards == {}
 
 
+def test_a_value_whose_link_text_is_code_is_set_as_code(build):
+    tmp_path, know = build
+    know.runs.outcomes["speed.py"].values["chain"] = "AutogradCPU -> CPU"
+    done = rewritten(build, "# Home\n\nIt runs [`c`](../proofs/speed.py#chain).\n")
+    assert done.markdown == ('# Home\n\nIt runs <span class="proof-value proof-value--code">[<code>AutogradCPU &#45;&#62; '
+                             'CPU</code>](proofs/index.md#proof-speed "chain, measured by proofs/speed.py")</span>.\n')
+
+
 def test_a_card_stands_as_a_token_until_the_page_is_html(build):
     done = rewritten(build, "# Home\n\n[speed.py](../proofs/speed.py)\n\nSee [it](../proofs/speed.py).\n")
     assert done.markdown == f'# Home\n\n{TOKEN}0000\n\nSee [it](#proof-speed "proofs/speed.py").\n'
