@@ -1,6 +1,6 @@
 """A dtype fixes the bytes per element; a conversion allocates new storage, a dtype view only relabels the bytes.
 
-For common dtypes the proof prints element_size(), the bytes a billion elements take, and
+For common dtypes the proof prints element_size() (and that of every float8 format torch has), the bytes a billion elements take, and
 for floating types the largest value and the step after 1.0 (torch.finfo), then the binary
 exponents of the largest and the smallest normal value and the bits of fraction, which say
 what range and how many digits a format has. It then converts
@@ -27,7 +27,13 @@ for dt in DTYPES:
 float32_bytes = size_of[torch.float32]
 bfloat16_bytes = size_of[torch.bfloat16]
 bool_bytes = size_of[torch.bool]
-float8_bytes = size_of[torch.float8_e4m3fn]
+# Every float8 format this torch has (e4m3fn, e5m2 and their variants) takes one byte.
+FLOAT8 = [getattr(torch, name) for name in dir(torch)
+          if name.startswith("float8_") and isinstance(getattr(torch, name), torch.dtype)]
+float8_sizes = {str(dt).removeprefix("torch."): torch.empty(0, dtype=dt).element_size() for dt in FLOAT8}
+float8_bytes = max(float8_sizes.values())
+all_float8_one_byte = len(FLOAT8) >= 2 and set(float8_sizes.values()) == {1}
+print(f"float8 formats: {', '.join(f'{k} {v}' for k, v in float8_sizes.items())} byte(s)")
 float16_max = torch.finfo(torch.float16).max
 bfloat16_max = torch.finfo(torch.bfloat16).max
 

@@ -2,7 +2,7 @@
 
 The proof converts a NumPy array to a tensor and back by each route and compares the
 addresses of the first element (ndarray.ctypes.data against Tensor.data_ptr()). It writes
-through one side and reads the other, prints the two libraries' strides for the same
+through each side and reads the other, prints the two libraries' strides for the same
 every-other-element view (NumPy counts bytes, PyTorch counts elements), and keeps the
 errors for the cases that cannot share: negative strides and a tensor that requires grad.
 """
@@ -34,6 +34,11 @@ for name, arr in back.items():
 numpy_shares = all(arr.ctypes.data == x.data_ptr() for arr in back.values())
 x.add_(1)
 write_visible_in_numpy = back["x.numpy()"].tolist() == [1.0, 1.0, 1.0, 1.0]
+# And the other way: a write through the array shows in the tensor made from it.
+t = routes["torch.from_numpy(a)"]
+a[0] = 42.0
+write_visible_in_torch = t[0].item() == 42.0
+print(f"a[0] = 42 shows in torch.from_numpy(a): {write_visible_in_torch}")
 # The array keeps a tensor (an alias of x over the same storage) as its .base: that keeps
 # the storage alive for as long as the array lives.
 base = back["x.numpy()"].base

@@ -56,6 +56,12 @@ python_int_wraps = wrapped_add == [(v + 1000 + 128) % 256 - 128 for v in t_i8.to
 print(f"int8 [100, 120] + 1000 = {wrapped_add} (computed in int8: 1100 and 1120 wrap around "
       f"modulo 256: {python_int_wraps})")
 
+# int64 with float16 gives float16: an integer too big for float16 becomes infinity.
+big_int_plus_half = (torch.tensor([70_000]) + torch.zeros(1, dtype=torch.float16)).item()
+int_to_half_overflows = big_int_plus_half == float("inf")
+print(f"torch.tensor([70_000]) + torch.zeros(1, dtype=torch.float16) = {big_int_plus_half} "
+      f"(float16's largest value is {torch.finfo(torch.float16).max:,.0f})")
+
 header = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "native", "TypeProperties.h")
 with open(header, encoding="utf-8") as f:
     text = f.read()
@@ -78,6 +84,11 @@ for i, row in enumerate(grid):
         ax.add_patch(plt.Rectangle((j, i), 0.95, 0.95, color=f"C{category(res)}",
                                    alpha=min(1.0, 0.2 + 0.15 * nbytes.bit_length())))
         ax.text(j + 0.47, i + 0.5, SHORT[res], ha="center", va="center", fontsize=7)
+# The three cells the page talks about, outlined: a type neither side had, or a float16 that
+# an int64 cannot fit into.
+for a, b in ((torch.uint8, torch.int8), (torch.float16, torch.bfloat16), (torch.int64, torch.float16)):
+    i, j = DTYPES.index(a), DTYPES.index(b)
+    ax.add_patch(plt.Rectangle((j - 0.02, i - 0.02), 0.99, 0.99, fill=False, edgecolor="black", linewidth=2))
 for k, name in enumerate(CATEGORY):
     ax.add_patch(plt.Rectangle((len(DTYPES) + 0.6, 1 + k * 1.2), 0.8, 0.8, color=f"C{k}", alpha=0.6))
     ax.text(len(DTYPES) + 1.6, 1.4 + k * 1.2, name, va="center", fontsize=8)
@@ -88,7 +99,7 @@ ax.set_xticks([k + 0.47 for k in range(len(DTYPES))], [SHORT[d] for d in DTYPES]
 ax.set_yticks([k + 0.5 for k in range(len(DTYPES))], [SHORT[d] for d in DTYPES], fontsize=8)
 ax.xaxis.tick_top()
 ax.set_aspect("equal")
-ax.set_xlabel("dtype of the other tensor (darker: more bytes per element)")
+ax.set_xlabel("dtype of the other tensor (darker: more bytes per element; outlined: cells the page discusses)")
 ax.set_ylabel("dtype of one tensor")
 ax.set_title("torch.promote_types(row, column): the dtype the result gets", fontsize=10)
 for spine in ax.spines.values():

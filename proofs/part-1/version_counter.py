@@ -1,122 +1,102 @@
-"""Every in-place PyTorch operation bumps a version counter shared by all views; autograd compares it before using a saved tensor.
+"""Which writes bump a tensor's version counter: PyTorch's own writes through it, its views or detach() do; .data, a tensor remade from the same memory, NumPy and the storage do not.
 
-The proof reads the private Tensor._version of a tensor, a view of it, its detach() and its
-.data while they are written in place, under no_grad and through out=, and of a tensor
-written through the NumPy array that shares its memory. It shows that a tensor made in
-inference mode has no counter at all. Then it saves h for backward (y = h.sin() keeps h),
-writes into h, and records the error backward raises; does the same through h.detach(),
-which shares h's counter; and writes into h through h.data and through h.detach().numpy()
-instead, which leave h's counter alone, so backward runs and returns a wrong gradient. A
-missing private attribute raises.
+Each route writes into memory that a fresh tensor x = torch.ones(4) owns, and the proof reads
+the private Tensor._version of x before and after: in-place operations on x, on a view of it
+and on x.detach(), under no_grad, through out= and through indexing; then through x.data,
+through tensors made again over the same memory by torch.from_dlpack(x) and
+torch.from_numpy(x.numpy()), through the NumPy array x.numpy() and through
+x.untyped_storage(). Then each route is tried on a tensor autograd saved (h = 2w, y = h.sin(),
+which saves h for its derivative cos(h)): the write is refused at once (out= does not take a
+tensor that requires grad), or after it backward either raises, or runs and returns a gradient, which the proof compares with the right one, 2 cos(2w), and with the
+one computed from the written h, 2 cos(2w + 1). A missing private attribute raises.
 """
 import re
 
 import torch
 
-x = torch.ones(4)
-v = x[1:]
-d = x.detach()
-dd = x.data
+ROUTES = {
+    "x.add_(1)": lambda x: x.add_(1),
+    "x[1:].mul_(2)  (a view)": lambda x: x[1:].mul_(2),
+    "x.detach().add_(1)": lambda x: x.detach().add_(1),
+    "x.add_(1) under no_grad": lambda x: no_grad_add(x),
+    "torch.add(x, 1, out=x)": lambda x: torch.add(x, 1, out=x),
+    "x[0] = 5": lambda x: x.__setitem__(0, 5.0),
+    "x.data.add_(1)": lambda x: x.data.add_(1),
+    "torch.from_dlpack(x).add_(1)": lambda x: torch.from_dlpack(x.detach()).add_(1),
+    "torch.from_numpy(x.numpy()).add_(1)": lambda x: torch.from_numpy(x.detach().numpy()).add_(1),
+    "x.numpy()[:] += 1": lambda x: numpy_add(x),
+    "x.untyped_storage().fill_(0)": lambda x: x.detach().untyped_storage().fill_(0),
+}
+SHARED = ["x.add_(1)", "x[1:].mul_(2)  (a view)", "x.detach().add_(1)", "x.add_(1) under no_grad",
+          "torch.add(x, 1, out=x)", "x[0] = 5"]
+OWN_COUNTER = ["x.data.add_(1)", "torch.from_dlpack(x).add_(1)", "torch.from_numpy(x.numpy()).add_(1)"]
+OUTSIDE = ["x.numpy()[:] += 1", "x.untyped_storage().fill_(0)"]
 
 
-def versions():
-    return {"x": x._version, "x[1:]": v._version, "x.detach()": d._version, "x.data": dd._version}
+def no_grad_add(x):
+    with torch.no_grad():
+        x.add_(1)
 
 
-steps = [("start", versions())]
-x.add_(1)
-steps.append(("x.add_(1)", versions()))
-v.mul_(2)
-steps.append(("x[1:].mul_(2)", versions()))
-with torch.no_grad():
-    x.zero_()
-steps.append(("no_grad: x.zero_()", versions()))
-torch.add(d, 1, out=x)
-steps.append(("torch.add(d, 1, out=x)", versions()))
-dd.fill_(7)
-steps.append(("x.data.fill_(7)", versions()))
-
-print(f"{'after':<24}" + "".join(f"{name:>12}" for name in steps[0][1]))
-for label, vers in steps:
-    print(f"{label:<24}" + "".join(f"{n:>12}" for n in vers.values()))
-final = steps[-1][1]
-view_shares_counter = final["x"] == final["x[1:]"] == final["x.detach()"]
-data_has_own_counter = final["x.data"] == 1 and final["x"] == 4
-no_grad_still_bumps = steps[3][1]["x"] == steps[2][1]["x"] + 1
-out_still_bumps = steps[4][1]["x"] == steps[3][1]["x"] + 1
-writes_counted = final["x"]
-
-with torch.inference_mode():
-    inference = torch.ones(3)
-try:
-    inference._version
-    inference_error = ""
-except RuntimeError as err:
-    inference_error = str(err)
-inference_has_no_counter = "do not track version counter" in inference_error
-print(f"inference-mode tensor ._version raises: {inference_error}")
-
-# A write PyTorch does not see: through the NumPy array that shares the tensor's memory.
-p = torch.ones(4)
-p.numpy()[0] = 5
-numpy_write_not_counted = p._version == 0 and p[0].item() == 5
-print(f"p.numpy()[0] = 5: p[0] is now {p[0].item():g}, p._version is still {p._version}")
-
-# Autograd saves h for sin's backward (the derivative cos(h) needs it) with its version.
-w = torch.tensor([0.5, 1.0, 1.5], requires_grad=True)
-h = w * 2
-y = h.sin()
-h.add_(1)
-try:
-    y.sum().backward()
-    autograd_error = ""
-except RuntimeError as err:
-    autograd_error = str(err)
-found = re.search(r"is at version (\d+); expected version (\d+)", autograd_error)
-error_version_now, error_version_saved = int(found[1]), int(found[2])
-print("backward after h.add_(1) raises: ..." + autograd_error[autograd_error.index("is at version"):
-                                                             autograd_error.index("instead.") + 8])
-
-
-
-def write_then_backward(write):
-    """Save h = 2w for sin's backward, write into h with `write`, run backward.
-
-    Returns h's version after the write, the error backward raised ('' if none), w.grad, the
-    right gradient 2 cos(2w), and the gradient computed from the written h, 2 cos(2w + 1).
-    """
-    w = torch.tensor([0.5, 1.0, 1.5], requires_grad=True)
-    h = w * 2
-    y = h.sin()
-    write(h)
-    version = h._version
-    try:
-        y.sum().backward()
-        error = ""
-    except RuntimeError as err:
-        error = str(err)
-    return version, error, w.grad, 2 * torch.cos(w.detach() * 2), 2 * torch.cos(w.detach() * 2 + 1)
-
-
-def add_one_through_numpy(h):
-    array = h.detach().numpy()
+def numpy_add(x):
+    array = x.detach().numpy()
     array += 1
 
 
-# Through h.detach(): the alias shares h's counter, so backward sees the write and stops.
-_, detach_error, _, _, _ = write_then_backward(lambda h: h.detach().add_(1))
-detach_inplace_caught = "modified by an inplace operation" in detach_error
-print(f"h.detach().add_(1), then backward: raises the same error: {detach_inplace_caught}")
+def bumps(route):
+    """x's version after the write minus before, and whether the write changed x's values."""
+    x = torch.ones(4)
+    before, values = x._version, x.clone()
+    ROUTES[route](x)
+    return x._version - before, not torch.equal(x, values)
 
-# Through h.data or h.detach().numpy(): h's counter stays at 0, no error, and a gradient
-# computed from the new h.
-unseen = {}
-for name, write in (("h.data.add_(1)", lambda h: h.data.add_(1)),
-                    ("h.detach().numpy()[:] += 1", add_one_through_numpy)):
-    version, error, grad, right, from_new_h = write_then_backward(write)
-    unseen[name] = (version == 0, error == "" and not torch.allclose(grad, right),
-                    torch.allclose(grad, from_new_h))
-    print(f"{name}, then backward: h._version {version}, error: {error != ''}; w.grad "
-          f"{[round(g, 3) for g in grad.tolist()]}, right answer {[round(g, 3) for g in right.tolist()]}")
-data_leaves_h_version, grad_via_data_wrong, grad_via_data_uses_new_h = unseen["h.data.add_(1)"]
-numpy_leaves_h_version, grad_via_numpy_wrong, grad_via_numpy_uses_new_h = unseen["h.detach().numpy()[:] += 1"]
+
+def under_autograd(route):
+    """Write into a tensor autograd saved, then run backward: 'raised' or how the gradient came out."""
+    w = torch.tensor([0.5, 1.0, 1.5], requires_grad=True)
+    h = w * 2
+    y = h.sin()  # saves h: the derivative of sin is cos(h)
+    try:
+        ROUTES[route](h)
+    except RuntimeError as err:
+        return "write refused", str(err).split(",")[0]
+    try:
+        y.sum().backward()
+    except RuntimeError as err:
+        return "raised", str(err)
+    right = 2 * torch.cos(2 * w.detach())
+    from_written = 2 * torch.cos(2 * w.detach() + 1)
+    if torch.allclose(w.grad, right):
+        return "right gradient", ""
+    return "wrong gradient, no error", "from the written h" if torch.allclose(w.grad, from_written) else ""
+
+
+print(f"{'write':<38}{'x._version':>11}{'x changed':>10}   backward after the same write into a saved tensor")
+table = {}
+for route in ROUTES:
+    bumped, changed = bumps(route)
+    outcome, detail = under_autograd(route)
+    table[route] = (bumped, changed, outcome)
+    print(f"{route:<38}{'+' + str(bumped):>11}{str(changed):>10}   {outcome}"
+          + (f" ({detail})" if detail and outcome != "raised" else ""))
+caught = {"raised", "write refused"}
+every_write_changed_x = all(changed for _, changed, _ in table.values())
+shared_routes_bump = all(table[r][0] == 1 for r in SHARED)
+own_counter_routes_do_not = all(table[r][0] == 0 for r in OWN_COUNTER)
+outside_writes_do_not = all(table[r][0] == 0 for r in OUTSIDE)
+caught_exactly_when_bumped = all((table[r][2] in caught) == (table[r][0] > 0) for r in ROUTES)
+unseen_writes_wrong_gradient = all(table[r][2] == "wrong gradient, no error" for r in OWN_COUNTER + OUTSIDE)
+n_routes = len(ROUTES)
+
+# The alias has a counter of its own: it counts its own writes, not x's.
+x = torch.ones(4)
+alias = torch.from_dlpack(x)
+alias.add_(1)
+alias_counts_itself = alias._version == 1 and x._version == 0
+print(f"torch.from_dlpack(x).add_(1): the new tensor's _version is {alias._version}, x's is {x._version}")
+
+# The message backward gives for a caught write names the two versions.
+_, message = under_autograd("x.add_(1)")
+found = re.search(r"is at version (\d+); expected version (\d+)", message)
+error_version_now, error_version_saved = int(found[1]), int(found[2])
+print("backward after h.add_(1) raises: ..." + message[message.index("is at version"):message.index("instead.") + 8])

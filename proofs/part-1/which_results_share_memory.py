@@ -1,6 +1,6 @@
 """Which expressions share memory with their input: views, the input itself, or a fresh copy.
 
-A fresh 3x4 float32 tensor x (not itself a view) goes through twenty-five common expressions,
+A fresh 3x4 float32 tensor x (not itself a view) goes through twenty-seven common expressions,
 the in-place ones last. For each result the proof asks three questions: does it read the same
 storage as x (untyped_storage().data_ptr()), is it a view in autograd's sense (the private
 Tensor._is_view(), with _base pointing at the tensor the chain of views started from), and is
@@ -14,6 +14,8 @@ EXPRESSIONS = {
     "x[..., 1:3]": lambda: x[..., 1:3],
     "x[None, ::2]": lambda: x[None, ::2],
     "x[torch.tensor(1)]": lambda: x[torch.tensor(1)],
+    "x[torch.tensor(1, dtype=torch.uint8)]": lambda: x[torch.tensor(1, dtype=torch.uint8)],
+    "x[torch.tensor(True)]": lambda: x[torch.tensor(True)],
     "x[torch.tensor([1])]": lambda: x[torch.tensor([1])],
     "x[[0, 2]]": lambda: x[[0, 2]],
     "x[x > 0.5]": lambda: x[x > 0.5],
@@ -46,12 +48,12 @@ def classify(result):
 
 
 print(f"x is a view itself: {x._is_view()}")
-print(f"{'expression':<24}{'shares storage':<16}kind")
+print(f"{'expression':<40}{'shares storage':<16}kind")
 kinds = {}
 for name, fn in EXPRESSIONS.items():
     shares, kind = classify(fn())
     kinds[name] = (shares, kind)
-    print(f"{name:<24}{str(shares):<16}{kind}")
+    print(f"{name:<40}{str(shares):<16}{kind}")
 
 n_expressions = len(EXPRESSIONS)
 n_sharing = sum(shares for shares, _ in kinds.values())
@@ -59,6 +61,9 @@ n_copies = sum(kind == "copy" for _, kind in kinds.values())
 fancy_index_copies = all(kinds[k][1] == "copy" for k in ("x[torch.tensor([1])]", "x[[0, 2]]", "x[x > 0.5]"))
 basic_index_views = all(kinds[k][1] == "view" for k in ("x[0]", "x[..., 1:3]", "x[None, ::2]"))
 zero_dim_index_view = kinds["x[torch.tensor(1)]"][1] == "view"
+# ...but a 0-dim uint8 (or bool) index is read as a mask (ATen/TensorIndexing.h): a copy.
+zero_dim_mask_copies = all(kinds[k][1] == "copy" for k in ("x[torch.tensor(1, dtype=torch.uint8)]",
+                                                             "x[torch.tensor(True)]"))
 shape_ops_views = all(kinds[k][1] == "view" for k in ("x.t()", "x.view(12)", "x.reshape(12)",
                                                       "x.split(2)[1]", "x.expand(2, 3, 4)"))
 to_device_returns_self = kinds["x.to('cpu')"][1] == "x itself"

@@ -1,9 +1,10 @@
 """Boxed fallbacks: one kernel per key serves every operator; conj and neg bits are resolved there.
 
 A backend fallback is a single boxed kernel registered for a key and all operators at once; it
-reads any operator's arguments from a stack, using only the schema. Lists the fallbacks every
-operator's table inherits (read from the private torch._C._dispatch_dump_table of an operator
-defined here, which has no kernels of its own at those keys). Then watches two of them at
+reads any operator's arguments from a stack, using only the schema. An operator inherits the
+fallback of every key where neither it nor an alias key has a kernel: the script lists those an
+operator with only a CPU kernel inherits (read from the private torch._C._dispatch_dump_table
+of an operator defined here). Then watches two of them at
 work with a TorchDispatchMode (torch/utils/_python_dispatch.py), whose Python key sits below
 the Conjugate and Negative keys and so sees what their fallback does. z.conj() of a complex
 tensor only sets a bit (the Conjugate key); the fallback (aten/src/ATen/ConjugateFallback.cpp,
@@ -13,7 +14,8 @@ need no resolved copy register a fallthrough at Conjugate instead (private
 torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them, and their schemas say
 which are views); six linear-algebra kernels among them (mm, bmm, addmm, baddbmm, dot, vdot)
 are called with a conjugated input, to see that it reaches them as it is and that they still
-compute the right result. Last, the Python key:
+compute the right result, and so is clone, which copies the data and resolves the bit as it
+copies. Last, the Python key:
 a dispatch mode adds it to the thread-local include set. Private APIs are used as they are: if
 a later torch changes them, the script fails.
 """
@@ -99,6 +101,10 @@ linalg_right = True
 for name, (with_bit, resolved) in LINALG.items():
     linalg_logs[name], out = watched(with_bit)
     linalg_right = linalg_right and torch.allclose(out, resolved())
+# clone holds a fallthrough too: it copies the data, and resolves the bit as it copies
+clone_log, clone_out = watched(lambda: zc.clone())
+clone_resolves_itself = (clone_log == "clone(c)" and not clone_out.is_conj()
+                         and torch.equal(clone_out, z.conj().resolve_conj()))
 linalg_read_bit = all(linalg_logs[n] == f"{n}(c)" for n in LINALG) and linalg_right
 n_linalg_read_bit = len(LINALG)
 all_linalg_fallthrough = all(f"aten::{n}" in conj_fallthrough_ops for n in LINALG)
@@ -106,7 +112,7 @@ with Watch():
     include_in_mode = str(torch._C._dispatch_tls_local_include_set())  # private
 python_key_in_mode = "Python" in include_in_mode
 
-print(f"every operator inherits {n_boxed_fallbacks} boxed backend fallbacks and "
+print(f"an operator with only a CPU kernel inherits {n_boxed_fallbacks} boxed backend fallbacks and "
       f"{n_fallthrough_fallbacks} fallthrough ones")
 n_autograd_fallbacks = sum(k.startswith("Autograd") for k, _ in boxed)
 boxed_text = ", ".join(k for k, _ in boxed if not k.startswith("Autograd")) + \
@@ -129,4 +135,5 @@ print(f"{len(conj_ops)} aten ops register at Conjugate; {n_conj_fallthrough_ops}
       f" {n_conj_fallthrough_views} of those views")
 print(f"  linear algebra with a conjugated input: {'; '.join(linalg_logs.values())}; right results: "
       f"{linalg_right}; all six hold fallthroughs: {all_linalg_fallthrough}")
+print(f"  clone with a conjugated input: {clone_log}; returns a resolved copy: {clone_resolves_itself}")
 print(f"inside a TorchDispatchMode the include set is {include_in_mode}")

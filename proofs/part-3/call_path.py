@@ -5,13 +5,15 @@ AutocastCPU, AutogradCPU, ADInplaceOrView, BackendSelect and CPU. Each of the fi
 notes when it starts and ends, the key set it was handed and whether grad mode is on, removes
 its own key from that set and redispatches: the dispatcher, not the kernel, picks which kernel
 runs next. The CPU kernel does the work. The same call then runs in six situations, and the
-log shows which kernels ran, in which order. Python kernels are far slower than ATen's C++
+log shows which kernels ran, in which order. One more run of the plain case has the autograd
+kernel remove BackendSelect as well as its own key: the kernels that run then show that the
+dispatcher picks the next one from the set a kernel hands down. Python kernels are far slower than ATen's C++
 ones, so the times in the figure (the fastest of 30 runs of each situation, after a warm-up)
 show the shape of the path, not ATen's costs. A second operator, trace2::g, has a logging
 kernel at AutogradCPU and a CPU kernel only: the set its autograd kernel is handed shows
 whether keys whose slot holds a fallthrough are still in it. It also asks a fresh interpreter,
 with TORCH_SHOW_DISPATCH_TRACE=1, whether this build prints the dispatcher's own trace, which
-Dispatcher.h compiles in only without NDEBUG. Uses the private torch._C._dispatch_* functions
+Dispatcher.h compiles in only without NDEBUG or with HAS_TORCH_SHOW_DISPATCH_TRACE. Uses the private torch._C._dispatch_* functions
 and DispatchKeySet: if a later torch changes them, the script fails.
 """
 import contextlib
@@ -32,6 +34,7 @@ log = []
 
 
 handed = {}  # key -> the key set its kernel was handed, in the latest run
+also_remove = {}  # key -> a further key its kernel removes before redispatching (one run below)
 
 
 def passing_kernel(key):
@@ -39,7 +42,10 @@ def passing_kernel(key):
     def kernel(keyset, x):
         handed[key] = keyset
         log.append((key, "start", time.perf_counter_ns(), torch.is_grad_enabled()))
-        out = torch.ops.trace.f.default.redispatch(keyset.remove(getattr(DK, key)), x)
+        keyset = keyset.remove(getattr(DK, key))
+        if key in also_remove:
+            keyset = keyset.remove(getattr(DK, also_remove[key]))
+        out = torch.ops.trace.f.default.redispatch(keyset, x)
         log.append((key, "end", time.perf_counter_ns(), torch.is_grad_enabled()))
         return out
     return kernel
@@ -92,12 +98,19 @@ def order(events):
 
 
 orders = {label: order(events) for label, events in runs.items()}
-priority = list(reversed([k.strip() for k in str(torch._C._dispatch_keyset_full())[15:-1].split(",")]))
-in_priority_order = all(o == sorted(o, key=priority.index) for o in orders.values())
-plain_order = " -> ".join(orders["plain tensor"])
-autocast_order = " -> ".join(orders["under autocast"])
-inference_plain_order = " -> ".join(orders["inference_mode, plain tensor"])
-inference_tensor_order = " -> ".join(orders["inference_mode, inference tensor"])
+# The dispatcher picks the next kernel from the set a kernel hands down: let the autograd kernel
+# also remove BackendSelect, a key below the next one, and see which kernels run then.
+also_remove["AutogradCPU"] = "BackendSelect"
+skipping_order = order(run_once(plain, contextlib.nullcontext))
+also_remove.clear()
+next_kernel_from_handed_set = (skipping_order == ["AutogradCPU", "ADInplaceOrView", "CPU"]
+                               and "BackendSelect" in orders["plain tensor"])
+skipping_order_text = " → ".join(skipping_order)
+plain_order = " → ".join(orders["plain tensor"])
+autocast_order = " → ".join(orders["under autocast"])
+inference_plain_order = " → ".join(orders["inference_mode, plain tensor"])
+inference_tensor_order = " → ".join(orders["inference_mode, inference tensor"])
+requires_grad_same_keys = str(torch._C._dispatch_keys(needs_grad)) == str(torch._C._dispatch_keys(plain))
 autograd_ran_under_no_grad = "AutogradCPU" in orders["under no_grad"]
 grad_mode_inside_no_grad = [g for k, w, _, g in runs["under no_grad"] if k == "AutogradCPU"][0]
 autograd_ran_in_inference = any("AutogradCPU" in orders[k] for k in situations if "inference" in k)
@@ -142,8 +155,10 @@ traced = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2) + 1"
 build_prints_dispatch_trace = "[call]" in traced.stdout + traced.stderr
 
 for label, o in orders.items():
-    print(f"{label:34s} {' -> '.join(o)}")
-print(f"kernels ran in priority order in every case: {in_priority_order}")
+    print(f"{label:34s} {' → '.join(o)}")
+print(f"with the autograd kernel also removing BackendSelect: {skipping_order_text}; "
+      f"the dispatcher took the next kernel from the set handed down: {next_kernel_from_handed_set}")
+print(f"requires_grad=True leaves the tensor's keys as they were: {requires_grad_same_keys}")
 print(f"under no_grad the autograd kernel ran: {autograd_ran_under_no_grad}, "
       f"with grad mode {'on' if grad_mode_inside_no_grad else 'off'}")
 print(f"inside inference_mode grad mode was on in some kernel: {grad_mode_in_inference}")

@@ -37,8 +37,8 @@ with_autograd.register_autograd(lambda ctx, g: g * ctx.x.cos(),
 
 OPS = ["aten::add.Tensor", "aten::add_.Tensor", "aten::view", "aten::t", "aten::linear",
        "aten::mm", "aten::empty.memory_format", "tbl::cpu_only", "tbl::with_autograd"]
-KEYS = ["FuncTorchBatched", "AutocastCPU", "AutogradCPU", "ADInplaceOrView", "ZeroTensor",
-        "Negative", "Conjugate", "Functionalize", "Python", "BackendSelect", "Meta", "CPU"]
+KEYS = ["AutocastCPU", "AutogradCPU", "ADInplaceOrView", "Negative", "Conjugate", "Functionalize",
+        "Python", "BackendSelect", "Meta", "CPU"]
 LINE = re.compile(r"^(\w+): (fallthrough )?registered at (\S+) \[(.+)\]$")
 
 
@@ -127,7 +127,7 @@ STYLE = {"kernel": dict(facecolor="C0", edgecolor="C0"),
          "missing": dict(facecolor="none", edgecolor="C7", linestyle=":")}
 SHORT = {"default backend kernel": "CE", "default backend kernel (non-functional)": "CN",
          "math kernel": "CI", "autograd kernel": "AG", "batched kernel": "BD"}
-fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
 for row, op in enumerate(OPS):
     for col, key in enumerate(KEYS):
         entry = tables[op].get(key)
@@ -137,14 +137,16 @@ for row, op in enumerate(OPS):
             ax.text(col, row, SHORT[entry[0]], ha="center", va="center", fontsize=7, color="white")
 ax.set_xlim(-0.5, len(KEYS) - 0.5)
 ax.set_ylim(len(OPS) - 0.5, -0.5)
-ax.set_xticks(range(len(KEYS)), KEYS, rotation=40, ha="right", fontsize=8)
-ax.set_yticks(range(len(OPS)), OPS, fontsize=8)
+ax.set_xticks(range(len(KEYS)), KEYS, rotation=35, ha="right", fontsize=9)
+ax.set_yticks(range(len(OPS)), OPS, fontsize=9)
 ax.set_xlabel("runtime dispatch key, highest priority on the left")
 fig.legend(handles=[Patch(label="kernel registered at this key", **STYLE["kernel"]),
-                    Patch(label="filled from an alias key (CE, CN, CI, AG, BD)", **STYLE["alias"]),
+                    Patch(label="filled from an alias key (CI, CE, CN, AG)", **STYLE["alias"]),
                     Patch(label="boxed backend fallback", **STYLE["fallback"]),
                     Patch(label="fallthrough (skipped)", **STYLE["fallthrough"]),
                     Patch(label="empty", **STYLE["missing"])],
-           loc="outside lower center", ncols=3, fontsize=8)
+           loc="outside lower center", ncols=3, fontsize=8, title_fontsize=8,
+           title="alias keys: CI CompositeImplicitAutograd, CE CompositeExplicitAutograd,\n"
+                 "CN CompositeExplicitAutogradNonFunctional, AG Autograd")
 ax.set_title("Dispatch tables: which kind of kernel sits in each slot", fontsize=10)
 plt.show()

@@ -1,20 +1,30 @@
-"""The one-element toll, and the dispatcher's share of it.
+"""The one-element toll taken apart, one change per step, and the dispatcher's share of it.
 
-Times a ladder of calls on one-element float32 tensors: a.dim() (into C++ and back, no
-dispatcher), torch.is_same_size(a, b) (argument parsing and a dispatcher call, through the
-operator's autograd kernel, to a kernel that only compares sizes), torch.add(out=) on
-inference tensors under inference_mode (the add kernel; no autograd kernel, no allocation),
-the same without out= (the result allocated), torch.add(a, b) on ordinary tensors (the
-autograd kernel), and a + b. Each step changes more than one thing (is_same_size to add(out=)
-also drops an autograd kernel and adds a third argument; add_inf to torch_add also leaves
-inference mode), so the differences between neighbours are net costs, not isolated ones.
+Times a ladder of calls on one-element float32 tensors in which each step changes one thing:
+a.dim() (Python calls a C++ method that reads a field: into C++ and back, no dispatcher);
+ai.is_same_size(bi) on inference tensors inside inference_mode (adds parsing one tensor
+argument and one trip through the dispatcher, to a kernel that only compares sizes; no
+autograd kernel runs there); ai.add_(bi) (the same trip to the add kernel, in place: adds the
+kernel's own work, its checks, TensorIterator's set-up and a loop over one float, and
+allocates nothing); ai + bi (out of place: adds allocating the result, wrapping it in a new
+Python object and freeing both, since each call's result is dropped before the next call);
+a + b on ordinary tensors outside inference_mode (adds the autograd kernel, which runs even
+though nothing requires a gradient). The steps' differences add up to a + b. a + b under
+no_grad, timed beside them, shows how much of the autograd step no_grad saves.
+
+Then a prediction: F.linear(x, w) on 1x1 matrices is one call from Python, and its composite
+kernel calls t and mm below the dispatcher; the script predicts its time as the sum of w.t()
+and torch.mm(x, wt) timed alone (each with a Python call of its own, which F.linear saves once).
+
 Beside the ladder: torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through
 Python's OpOverload.__call__ (torch/_ops.py) and a boxed call, a no-op operator defined with
 torch.library.Library and a Python kernel, and a no-op made with torch.library.custom_op; for
 these the script also counts the Python functions one call runs (sys.setprofile) and the
-files they live in. One intra-op thread; timeit with time.perf_counter_ns; the variants are
-interleaved (each repeat times every variant once), and each result is the minimum over 40
-repeats of the mean of 1,000 calls (100 for the custom_op).
+files they live in. One intra-op thread; timeit with time.thread_time_ns, the calling thread's
+own CPU clock, so that time the thread spends waiting while another program has the core is
+not counted; the variants are interleaved (each repeat times every variant once, after a
+warm-up round), and each result is the minimum over 200 repeats of the mean of 200 calls (20
+for the custom_op), less the cost of the timing loop itself.
 """
 import collections
 import os
@@ -26,9 +36,11 @@ import matplotlib.pyplot as plt
 import torch
 
 torch.set_num_threads(1)
-a, b, c = torch.randn(1), torch.randn(1), torch.empty(1)
+a, b = torch.randn(1), torch.randn(1)
 with torch.inference_mode():
-    ai, bi, ci = torch.randn(1), torch.randn(1), torch.empty(1)
+    ai, bi = torch.randn(1), torch.randn(1)
+x, w = torch.randn(1, 1), torch.randn(1, 1)
+wt = w.t()
 
 
 @torch.library.custom_op("toll::custom_noop", mutates_args=())
@@ -42,25 +54,32 @@ lib.impl("library_noop", lambda x: None, "CompositeExplicitAutograd")
 library_noop = torch.ops.toll.library_noop.default
 aten_add = torch.ops.aten.add.Tensor
 
-LADDER = {  # name: (statement, runs under inference_mode, calls per repeat)
-    "loop": ("pass", False, 1000),
-    "dim": ("a.dim()", False, 1000),
-    "same_size": ("torch.is_same_size(a, b)", False, 1000),
-    "add_out_inf": ("torch.add(ai, bi, out=ci)", True, 1000),
-    "add_inf": ("torch.add(ai, bi)", True, 1000),
-    "torch_add": ("torch.add(a, b)", False, 1000),
-    "plus": ("a + b", False, 1000),
-    "aten_op": ("aten_add(a, b)", False, 1000),  # aten_add = torch.ops.aten.add.Tensor
-    "library_noop": ("library_noop(a)", False, 1000),
-    "custom_noop": ("custom_noop(a)", False, 100),
+LADDER = {  # name: (statement, runs under inference_mode, calls per repeat); "no_grad": under no_grad
+    "loop": ("pass", False, 200),
+    "dim": ("a.dim()", False, 200),
+    "same_size": ("ai.is_same_size(bi)", True, 200),
+    "add_inplace": ("ai.add_(bi)", True, 200),
+    "plus_inf": ("ai + bi", True, 200),
+    "plus": ("a + b", False, 200),
+    "plus_no_grad": ("a + b", "no_grad", 200),
+    "torch_add": ("torch.add(a, b)", False, 200),
+    "linear": ("F.linear(x, w)", False, 200),
+    "t": ("w.t()", False, 200),
+    "mm": ("torch.mm(x, wt)", False, 200),
+    "aten_op": ("aten_add(a, b)", False, 200),  # aten_add = torch.ops.aten.add.Tensor
+    "library_noop": ("library_noop(a)", False, 200),
+    "custom_noop": ("custom_noop(a)", False, 20),
 }
-REPEATS = 40
-timers = {k: timeit.Timer(stmt, globals=globals(), timer=time.perf_counter_ns)
+REPEATS = 200
+F = torch.nn.functional
+timers = {k: timeit.Timer(stmt, globals=globals(), timer=time.thread_time_ns)
           for k, (stmt, _, _) in LADDER.items()}
 best = {k: float("inf") for k in LADDER}
+CONTEXT = {False: lambda: torch.inference_mode(False), True: torch.inference_mode,
+           "no_grad": torch.no_grad}
 for repeat in range(REPEATS + 1):  # the first round is a warm-up
     for k, (_, inference, number) in LADDER.items():
-        with torch.inference_mode(inference):
+        with CONTEXT[inference]():
             ns = timers[k].timeit(number) / number
         if repeat:
             best[k] = min(best[k], ns)
@@ -71,15 +90,21 @@ plus_ns, torch_add_ns, aten_op_ns = ns["plus"], ns["torch_add"], ns["aten_op"]
 library_noop_ns, custom_noop_ns = ns["library_noop"], ns["custom_noop"]
 crossing_ns = ns["dim"]
 parse_dispatch_ns = ns["same_size"] - ns["dim"]
-kernel_ns = ns["add_out_inf"] - ns["same_size"]
-alloc_ns = ns["add_inf"] - ns["add_out_inf"]
-autograd_ns = ns["torch_add"] - ns["add_inf"]
-operator_form_ns = ns["plus"] - ns["torch_add"]
+kernel_ns = ns["add_inplace"] - ns["same_size"]
+alloc_ns = ns["plus_inf"] - ns["add_inplace"]  # allocate, wrap in Python, free
+autograd_ns = ns["plus"] - ns["plus_inf"]
+dispatcher_share = (crossing_ns + parse_dispatch_ns) / plus_ns
 aten_op_vs_plus = aten_op_ns / plus_ns
 custom_vs_plus = custom_noop_ns / plus_ns
 library_vs_plus = library_noop_ns / plus_ns
 largest_other_ns = max(crossing_ns, parse_dispatch_ns, alloc_ns, autograd_ns)
-operator_form_gap_ns = abs(operator_form_ns)
+operator_form_gap_ns = abs(plus_ns - torch_add_ns)
+# under no_grad the autograd kernel still runs: how much of its step does no_grad save?
+no_grad_ns = ns["plus_no_grad"]
+no_grad_saving = (plus_ns - no_grad_ns) / autograd_ns  # 1 would be all of it, as inference_mode
+linear_ns, t_ns, mm_ns = ns["linear"], ns["t"], ns["mm"]
+linear_predicted_ns = t_ns + mm_ns
+linear_vs_parts = linear_ns / linear_predicted_ns
 
 
 def python_calls(call):
@@ -110,17 +135,21 @@ library_python_calls = sum(frames["Library no-op"].values())
 custom_python_calls = sum(frames["custom_op no-op"].values())
 custom_python_files = len(frames["custom_op no-op"])
 
-print("one-element float32, 1 thread; min over 40 interleaved repeats; loop cost removed")
+print("one-element float32, 1 thread, thread CPU time; min over 200 interleaved repeats; loop cost removed")
 for k, (stmt, inference, _) in LADDER.items():
     if k != "loop":
         shown = stmt.replace("aten_add", "torch.ops.aten.add.Tensor")
-        print(f"  {shown:34s}{' (inference_mode)' if inference else '':17s}{ns[k]:7,.0f} ns")
-print("a + b taken apart (differences between neighbours above):")
-parts = {"into C++ and back": crossing_ns, "parse arguments, dispatch": parse_dispatch_ns,
-         "add kernel (TensorIterator, loop)": kernel_ns, "allocate the result": alloc_ns,
-         "autograd kernel": autograd_ns, "a + b vs torch.add": operator_form_ns}
+        where = {True: " (inference_mode)", "no_grad": " (no_grad)"}.get(inference, "")
+        print(f"  {shown:34s}{where:17s}{ns[k]:7,.0f} ns")
+print("a + b taken apart (differences between neighbours on the ladder):")
+parts = {"into C++ and back": crossing_ns, "parse, dispatch": parse_dispatch_ns,
+         "add kernel (checks, TensorIterator, loop)": kernel_ns,
+         "result: allocate, wrap, free": alloc_ns, "autograd kernel": autograd_ns}
 for label, value in parts.items():
-    print(f"  {label:36s}{value:7,.0f} ns  {value / plus_ns:5.0%}")
+    print(f"  {label:42s}{value:7,.0f} ns  {value / plus_ns:5.0%}")
+print(f"no_grad saves {no_grad_saving:.0%} of the autograd step (inference_mode saves all of it)")
+print(f"F.linear(x, w): {linear_ns:,.0f} ns; predicted from w.t() + torch.mm(x, wt): "
+      f"{linear_predicted_ns:,.0f} ns; measured / predicted = {linear_vs_parts:.2f}")
 print(f"torch.ops.aten.add.Tensor: {aten_op_vs_plus:.2f}x a + b; "
       f"custom_op no-op: {custom_vs_plus:.1f}x; Library no-op: {library_vs_plus:.2f}x")
 print("Python functions one call runs (sys.setprofile), by file:")
@@ -128,26 +157,27 @@ for name, seen in frames.items():
     where = ", ".join(f"{f} {c}" for f, c in seen.most_common(6)) or "none"
     print(f"  {name:28s}{sum(seen.values()):4d}  {where}")
 
-fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-colors = [f"C{i}" for i in range(len(parts))]
-rows = {"a + b": list(parts.values()),
-        "torch.ops.aten.add.Tensor(a, b)": list(parts.values()) + [aten_op_ns - plus_ns],
-        "Library op, no-op Python kernel": [library_noop_ns],
-        "custom_op, no-op": [custom_noop_ns]}
-labels = list(parts) + ["OpOverload + boxed call"]
-for row, (name, values) in enumerate(rows.items()):
-    left = 0.0
-    for i, value in enumerate(values):
-        width = max(value, 0.0)
-        color = f"C{i}" if len(values) > 1 else "C7"
-        ax.barh(row, width, left=left, color=color, edgecolor="none",
-                label=labels[i] if row == 1 else None)
-        left += width
-    ax.text(left, row, f"  {sum(values):,.0f} ns", va="center", fontsize=9)
-ax.set_yticks(range(len(rows)), list(rows), fontsize=9)
-ax.invert_yaxis()
-ax.set_xlim(0, max(custom_noop_ns, aten_op_ns) * 1.18)
-ax.set_xlabel("time per call (ns), one-element tensors")
-fig.legend(loc="outside lower center", ncols=3, fontsize=8)
-ax.set_title("Where the one-element toll goes", fontsize=10)
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.6), layout="constrained",
+                                  height_ratios=[1, 2.2])
+left = 0.0
+for i, (label, value) in enumerate(parts.items()):
+    top.barh(0, max(value, 0.0), left=left, color=f"C{i}", edgecolor="white", label=label)
+    left += max(value, 0.0)
+top.set_yticks([0], ["a + b"], fontsize=9)
+top.set_xlim(0, plus_ns * 1.02)
+top.set_xlabel("ns per call; each piece is one step of the ladder", fontsize=8)
+top.legend(loc="upper center", bbox_to_anchor=(0.5, -0.55), ncols=3, fontsize=8, frameon=False)
+top.set_title("Where the one-element toll goes, and what other ways in cost", fontsize=10)
+rows = [("a + b", plus_ns, "C7"), ("F.linear(x, w), measured", linear_ns, "C0"),
+        ("w.t() + torch.mm(x, wt): prediction", linear_predicted_ns, "C9"),
+        ("torch.ops.aten.add.Tensor(a, b)", aten_op_ns, "C7"),
+        ("Library op, no-op Python kernel", library_noop_ns, "C7"),
+        ("custom_op, no-op", custom_noop_ns, "C3")]
+for row, (label, value, colour) in enumerate(rows):
+    bottom.barh(row, value, color=colour)
+    bottom.text(value, row, f"  {value:,.0f}", va="center", fontsize=8)
+bottom.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=9)
+bottom.invert_yaxis()
+bottom.set_xlim(0, max(v for _, v, _ in rows) * 1.15)
+bottom.set_xlabel("ns per call, one-element tensors", fontsize=8)
 plt.show()

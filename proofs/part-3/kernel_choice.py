@@ -1,4 +1,4 @@
-"""For any call: its keys, the kernel that runs first, the ones it hands on to, and the keys skipped.
+"""Ten calls, one rule: each call's keys, the kernel that runs first, the ones it hands on to, the keys skipped.
 
 Applies the rule of aten/src/ATen/core/dispatch/DispatchKeyExtractor.h to ten calls:
 ((keys of the tensor arguments | thread-local include) - thread-local exclude), then drop the
@@ -17,9 +17,11 @@ dispatcher handed it, to compare with the predicted set. Second pass: a spy at t
 kernel at the bottom of the chain records what the kernels above left for it: the
 thread-local exclude set (while they call down, the generated autograd kernels exclude the
 autograd keys with a guard, and ADInplaceOrView too unless the operator writes or aliases,
-whose ADInplaceOrView kernel then excludes it; autocast's kernels exclude their own key and
-call the operator again), the dtype of its inputs, and whether they still carry the
-conjugate bit. torch.zeros finds the guard too: its binding, torch::zeros from
+whose ADInplaceOrView kernel then excludes it; a composite kernel sets no guard, and the one
+the backend kernel finds then comes from the operator it called; autocast's kernels exclude
+their own key and call the operator again), the dtype of its inputs, and whether they still
+carry the conjugate bit. For a.add_(b) a third spy, at the ADInplaceOrView kernel, reads the
+exclude set there, to see which of the two kernels excluded ADInplaceOrView. torch.zeros finds the guard too: its binding, torch::zeros from
 tools/autograd/templates/variable_factories.h, sets it. A dispatch mode, run alone, shows
 which operators reach the Python key below autograd. Last, the real calls with ATen's
 kernels: add_ bumps the private _version counter, autocast returns bfloat16. Private APIs are
@@ -92,9 +94,15 @@ def predict(op_name, args, device_key):
         if key.startswith("Autocast"):
             chain.append(f"{key} [casts, calls again from the top]")
             continue
-        chain.append(key if tag == "kernel" else f"{key} [{tag_text(tag, path)}]")
+        if tag == "kernel" and path.rsplit(":", 1)[0].endswith(".py"):
+            chain.append(f"{key} [Python kernel]")
+        else:
+            chain.append(key if tag == "kernel" else f"{key} [{tag_text(tag, path)}]")
         if key == "BackendSelect" and tag == "kernel":
-            chain.append(device_key)  # the BackendSelect kernel redispatches to the device's key
+            # the BackendSelect kernel redispatches to the device's key: read that slot too
+            device_tag, _, device_path = entries[device_key]
+            chain.append(device_key if device_tag == "kernel" else
+                         f"{device_key} [{tag_text(device_tag, device_path)}]")
             break
         if key in BACKEND_KERNEL_KEYS:
             break
@@ -196,13 +204,36 @@ first_sets_match = all(first_seen[k] == predicted[k][1] for k in cases)
 n_cases = len(cases)
 # What the chain above left for the backend kernel:
 guard = {k: "ADInplaceOrView" in bottom_seen[k]["excluded"] for k in cases}
-expects_guard = {k: any(s.startswith(("Autograd", "ADInplaceOrView")) for s in predicted[k][2])
-                 for k in cases}
+
+
+def sets_guard(step):
+    """A generated autograd kernel or an ADInplaceOrView kernel excludes ADInplaceOrView below it;
+    a math kernel at an autograd key is a composite: it sets no guard, it calls other operators."""
+    return step.startswith(("Autograd", "ADInplaceOrView")) and "math kernel" not in step
+
+
+# The guard the backend kernel finds comes from the last such kernel above it: for a composite
+# (F.linear, m @ m) that is one in the chain of the operator it called, mm's.
+expects_guard = {}
+for k, (op_name, args, call, context, (bottom_op, bottom_key)) in cases.items():
+    with context():
+        chain = predicted[k][2]
+        if any("math kernel" in step for step in chain):
+            chain = chain + predict(f"aten::{bottom_op}", args, bottom_key)[2]
+    expects_guard[k] = any(sets_guard(step) for step in chain)
 # torch.zeros is the exception, and not the dispatcher's doing: its binding calls torch::zeros
 # (generated from tools/autograd/templates/variable_factories.h), which sets the same guard
 # before it calls at::zeros.
 expects_guard["torch.zeros(3)"] = True
 guards_as_predicted = all(guard[k] == expects_guard[k] for k in cases)
+# Who set it for a.add_(b): a spy at add_'s ADInplaceOrView kernel reads the exclude set there.
+at_inplace = []
+with spy("add_.Tensor", "ADInplaceOrView", at_inplace):
+    a.add_(b)
+inplace_guard_from_inplace_kernel = ("ADInplaceOrView" not in at_inplace[0]["excluded"]
+                                     # the autograd keys print as AutogradOther, AutogradNestedTensor
+                                     and "AutogradOther" in at_inplace[0]["excluded"]
+                                     and guard["a.add_(b)"])
 no_grad_autograd_ran = guard["x * 2 under no_grad"]
 # no_grad leaves the thread-local sets alone (the prediction reads them inside the context),
 # and the first kernel and the backend kernel saw the same in both calls:
@@ -222,23 +253,23 @@ autocast_below = ", ".join(below_autograd["m @ m under autocast"])
 
 for label, (keys, reaching, chain, skipped) in predicted.items():
     print(f"{label:24s} {cases[label][0]:18s} keys: {keys}")
-    print(f"{'':4s}runs {' -> '.join(chain)}  |  {skipped or 'nothing skipped'}")
+    print(f"{'':4s}runs {' → '.join(chain)}  |  {skipped or 'nothing skipped'}")
     seen = bottom_seen[label]
     print(f"{'':4s}seen: first kernel got {{{', '.join(first_seen[label])}}}; "
           f"{cases[label][4][0]} at {cases[label][4][1]} found guard: {guard[label]}, "
           f"inputs {'/'.join(sorted(seen['dtypes'])) or '-'}"
           f"{', conj bit' if seen['conj_inputs'] else ''}"
           f"{', AutocastCPU excluded' if 'AutocastCPU' in seen['excluded'] and 'autocast' in label else ''}")
-plain_chain = " -> ".join(predicted["a + b"][2])
+plain_chain = " → ".join(predicted["a + b"][2])
 plain_skips = predicted["a + b"][3]
-inplace_chain = " -> ".join(predicted["a.add_(b)"][2])
-no_grad_chain = " -> ".join(predicted["x * 2 under no_grad"][2])
-inference_chain = " -> ".join(predicted["a + b, inference tensors"][2])
-autocast_chain = " -> ".join(predicted["m @ m under autocast"][2])
-conj_chain = " -> ".join(predicted["z.conj() + z"][2])
-zeros_chain = " -> ".join(predicted["torch.zeros(3)"][2])
-linear_chain = " -> ".join(predicted["F.linear(x, w)"][2])
-meta_chain = " -> ".join(predicted["meta + meta"][2])
+inplace_chain = " → ".join(predicted["a.add_(b)"][2])
+no_grad_chain = " → ".join(predicted["x * 2 under no_grad"][2])
+inference_chain = " → ".join(predicted["a + b, inference tensors"][2])
+autocast_chain = " → ".join(predicted["m @ m under autocast"][2])
+conj_chain = " → ".join(predicted["z.conj() + z"][2])
+zeros_chain = " → ".join(predicted["torch.zeros(3)"][2])
+linear_chain = " → ".join(predicted["F.linear(x, w)"][2])
+meta_chain = " → ".join(predicted["meta + meta"][2])
 
 # The real calls, with ATen's kernels back in place:
 version_before = a._version  # private attribute: the version counter ADInplaceOrView bumps
@@ -247,8 +278,11 @@ inplace_bumped_version = a._version == version_before + 1
 with autocast():
     autocast_ran = (m @ m).dtype == torch.bfloat16
 print(f"the first kernel was handed exactly the predicted set in all {n_cases} calls: {first_sets_match}")
-print(f"the guard at the bottom is there exactly where the chain has an autograd or "
-      f"ADInplaceOrView kernel (and for torch.zeros, whose binding sets it): {guards_as_predicted}")
+print(f"the backend kernel found ADInplaceOrView excluded exactly where a generated autograd or an "
+      f"ADInplaceOrView kernel ran above it (for a composite: in the chain of the operator it "
+      f"called; and for torch.zeros, whose binding sets it): {guards_as_predicted}")
+print(f"a.add_(b): at its ADInplaceOrView kernel the autograd keys were excluded and ADInplaceOrView "
+      f"was not; at the CPU kernel it was: {inplace_guard_from_inplace_kernel}")
 print(f"below autograd, F.linear arrives as: {linear_below}; m @ m under autocast as: {autocast_below}")
 print(f"checks: add_ bumped the version counter: {inplace_bumped_version}; "
       f"m @ m under autocast returned bfloat16: {autocast_ran}")

@@ -4,7 +4,9 @@ Reads the functionality keys, in order, and the backend components from the head
 package ships (c10/core/DispatchKey.h), works out which bit each one owns, and checks that
 against torch at run time: for every runtime key the dispatcher knows, the bits predicted
 from the header, handed to the private torch._C.DispatchKeySet.from_raw_repr, must decode
-back to that one key. A runtime key such as AutogradCPU is two bits, a functionality
+back to that one key; and the number of slots in an operator's table, one per runtime key plus
+Undefined, is compared with the header's own formula for it (num_runtime_entries). A runtime
+key such as AutogradCPU is two bits, a functionality
 (AutogradFunctionality) and a backend (CPU). The figure draws four key sets as rows of 64
 bits, the highest bit on the left, which is also the order of priority. Uses the private
 torch._C._dispatch_* functions; if a later torch renames them, the script fails.
@@ -62,8 +64,13 @@ runtime_keys = names(torch._C._dispatch_keyset_full())
 mismatches = [k for k in runtime_keys if names(DS.from_raw_repr(predicted_bits(k))) != [k]]
 n_runtime_keys = len(runtime_keys)
 runtime_rule_holds = not mismatches
-# one slot per runtime key, plus one for Undefined (no keys at all): the table's length
+# one slot per runtime key, plus one for Undefined (no keys at all): the table's length ...
 table_slots = n_runtime_keys + 1
+# ... which the header computes its own way (num_runtime_entries in DispatchKey.h): every
+# functionality key, Undefined included, plus one more entry per per-backend functionality for
+# each backend after the first
+table_slots_from_header = (n_functionality_bits + 1) + len(PER_BACKEND) * (n_backend_bits - 1)
+table_size_agrees = table_slots == table_slots_from_header
 
 plain = torch.randn(3)
 plain_ks = torch._C._dispatch_keys(plain)
@@ -87,7 +94,8 @@ print(f"bits 0-{n_backend_bits - 1}: {', '.join(backends[:6])}, ... {backends[-1
 print(f"bits {n_backend_bits}-{n_bits_used - 1}: {', '.join(functionalities[:4])}, ... "
       f"{functionalities[-1]} (priority grows with the bit)")
 print(f"{n_runtime_keys} runtime keys rebuilt from their bits, all match: {runtime_rule_holds}")
-print(f"dispatch table slots per operator: {n_runtime_keys} + Undefined = {table_slots}")
+print(f"dispatch table slots per operator: {n_runtime_keys} + Undefined = {table_slots}; "
+      f"num_runtime_entries from the header's formula: {table_slots_from_header}")
 print(f"AutogradCPU alone = {autogradcpu_bits}: 0x{autogradcpu_raw:016x}")
 print(f"plain CPU tensor: {plain_hex}, bits {plain_bits}")
 print(f"  = {', '.join(reversed(names(plain_ks)))} (highest first); highest: {highest_plain}")
@@ -116,7 +124,7 @@ for bit in used:  # spread the labels so that neighbouring bits stay readable
 for bit, lx in zip(used, label_x):
     ax.annotate(f"{bit}: {label_of[bit]}", xy=(63 - bit + 0.45, -len(rows) + 0.75),
                 xytext=(lx, -len(rows) - 0.2), rotation=55, ha="right", va="top",
-                fontsize=8, arrowprops=dict(arrowstyle="-", color="C7", lw=0.6))
+                fontsize=9, arrowprops=dict(arrowstyle="-", color="C7", lw=0.6))
 ax.text(63 - (n_bits_used - 1) + (n_functionality_bits / 2), 1.1,
         f"functionality bits ({n_functionality_bits})", ha="center", color="C0")
 ax.text(63 - (n_backend_bits - 1) + n_backend_bits / 2, 1.1, f"backend bits ({n_backend_bits})",

@@ -1,20 +1,31 @@
-"""Meta tensors carry shapes and no data: a model far larger than memory is built in a blink.
+"""Meta tensors carry shapes and no data: on the CPU a model costs one fill of its memory, on meta a blink at any size.
 
 Builds the same model, four nn.Linear(d, d) layers, on the CPU and on the "meta" device for
-widths d from 64 up, and times construction (time.perf_counter_ns; the minimum of 7 builds
-for meta, taken in rounds over every width, and of 3 for CPU). The meta widths double until the model holds at least 64 times the
+widths d from 64 up, and times construction (time.thread_time_ns, the calling thread's own CPU
+clock, which counts the kernel's work of giving it memory and leaves out time spent waiting for
+a core another program holds; the minimum of 15 builds
+for meta, taken in rounds over every width, and of 3 for CPU). It predicts the largest CPU
+build from one measurement: allocating as many float32 values in one tensor and filling them
+with uniform_, which is what nn.Linear's initializer does to each parameter, timed in the same
+rounds right after the largest build; the prediction's ratio is the median over the rounds of
+build time over fill time. The meta widths double until the model holds at least 64 times the
 machine's memory, so the largest is far larger than memory on any machine. On the CPU each
 parameter is allocated and filled by its initializer; on meta the same calls reach the Meta
 key's kernels, which compute output shapes and allocate nothing. Many of those kernels are
 Python functions (torch/_meta_registrations.py registers them at import): the script counts
 the aten operators whose Meta slot holds one (private torch._C._dispatch_dump_table), and
 which operators a meta build calls (a TorchDispatchMode). The largest meta model is then run
-forward on a meta batch: the output's shape comes back, with no arithmetic done. One intra-op
+forward on a meta batch: the output's shape comes back, with no arithmetic done. It also counts
+the Python functions one meta nn.Linear runs (sys.setprofile), by file. One intra-op
 thread. Reads the machine's memory with os.sysconf (POSIX); where that is missing, the memory
-is taken as unknown, the widths stop at 524,288 and the model-to-memory ratio comes out as 0.
+is taken as unknown (knows_ram is False), the widths stop at 524,288 and the model-to-memory
+ratio comes out as 0.
 """
+import collections
 import os
 import re
+import statistics
+import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -27,9 +38,9 @@ LAYERS = 4
 
 
 def build_ms(width, device):
-    start = time.perf_counter_ns()
+    start = time.thread_time_ns()
     model = nn.Sequential(*[nn.Linear(width, width, device=device) for _ in range(LAYERS)])
-    return (time.perf_counter_ns() - start) / 1e6, model
+    return (time.thread_time_ns() - start) / 1e6, model
 
 
 def params(model):
@@ -46,9 +57,28 @@ cpu_widths = [64, 128, 256, 512, 1024, 2048, 4096]
 meta_widths = [64 << i for i in range(14)]  # up to 524,288 (4,096 GiB) ...
 while LAYERS * 4 * meta_widths[-1] ** 2 / 2**30 < 64 * ram_gib and meta_widths[-1] < 1 << 24:
     meta_widths.append(meta_widths[-1] * 2)  # ... and on, until 64 times this machine's memory
-cpu = {w: min(build_ms(w, "cpu")[0] for _ in range(3)) for w in cpu_widths}
+
+
+def fill_ms(n):
+    """Allocate n float32 values and fill them from a uniform distribution: the work of init."""
+    start = time.thread_time_ns()
+    torch.empty(n).uniform_(-0.01, 0.01)
+    return (time.thread_time_ns() - start) / 1e6
+
+
+cpu = {w: float("inf") for w in cpu_widths}
+fill_largest_ms = float("inf")
+n_cpu_largest = LAYERS * (cpu_widths[-1] ** 2 + cpu_widths[-1])
+round_ratios = []  # largest build / fill, each pair timed back to back in one round
+for _ in range(3):  # rounds: every width, then one fill as large as the largest model
+    for w in cpu_widths:
+        took = build_ms(w, "cpu")[0]
+        cpu[w] = min(cpu[w], took)
+    fill = fill_ms(n_cpu_largest)
+    fill_largest_ms = min(fill_largest_ms, fill)
+    round_ratios.append(took / fill)
 meta = {w: float("inf") for w in meta_widths}
-for _ in range(7):  # rounds over every width, so a slow moment spoils one build of each, not a width
+for _ in range(15):  # rounds over every width, so a slow moment spoils one build of each, not a width
     for w in meta_widths:
         meta[w] = min(meta[w], build_ms(w, "meta")[0])
 n_params = {w: LAYERS * (w * w + w) for w in meta_widths}
@@ -81,6 +111,24 @@ def meta_kernel_file(op):
 
 with Calls() as calls:
     nn.Linear(8, 8, device="meta")
+# what else a meta build runs: the Python functions of one nn.Linear (sys.setprofile)
+python_seen = collections.Counter()
+
+
+def profile(frame, event, arg):
+    if event == "call":
+        python_seen[os.path.basename(frame.f_code.co_filename)] += 1
+
+
+sys.setprofile(profile)
+try:
+    nn.Linear(8, 8, device="meta")
+finally:
+    sys.setprofile(None)
+python_calls_meta_linear = sum(python_seen.values())
+python_calls_in_module_code = sum(c for f, c in python_seen.items()
+                                  if f in ("module.py", "linear.py", "init.py", "parameter.py",
+                                           "grad_mode.py", "_contextlib.py"))
 build_ops = sorted(set(calls.seen))
 python_meta_build_ops = [op for op in build_ops if (meta_kernel_file(op) or "").endswith(".py")]
 build_meta_ops = ", ".join(op[len("aten::"):] for op in build_ops)
@@ -95,13 +143,15 @@ meta_largest_ms = meta[largest]
 cpu_largest_ms = cpu[cpu_widths[-1]]
 cpu_largest_mib = n_params[cpu_widths[-1]] * 4 / 2**20
 cpu_growth_16x_params = cpu[cpu_widths[-1]] / cpu[cpu_widths[-3]]  # 16 times the parameters
+cpu_build_vs_fill = statistics.median(round_ratios)  # the prediction: building = filling
+knows_ram = ram_gib != float("inf")
 meta_spread = max(meta.values()) / min(meta.values())
 
 batch = torch.empty(8, largest, device="meta")
 big_model(batch)  # warm-up
-start = time.perf_counter_ns()
+start = time.thread_time_ns()
 out = big_model(batch)
-forward_ms = (time.perf_counter_ns() - start) / 1e6
+forward_ms = (time.thread_time_ns() - start) / 1e6
 forward_shape = str(tuple(out.shape))
 
 print(f"{LAYERS} x nn.Linear(d, d); build time in ms (min of repeats), 1 thread")
@@ -111,11 +161,17 @@ for w in meta_widths:
     shown = f"{size / 2**30:7.1f} GiB" if size >= 2**30 else f"{size / 2**20:7.1f} MiB"
     cpu_ms = f"{cpu[w]:9.2f}" if w in cpu else f"{'-':>9}"
     print(f"{w:8,d} {n_params[w]:17,d} {shown:>10} {cpu_ms} {meta[w]:8.3f}")
+print("round by round, largest build / fill: " + ", ".join(f"{r:.2f}" for r in round_ratios))
+print(f"predicted from one fill of {n_cpu_largest:,} values ({fill_largest_ms:.0f} ms): the largest CPU "
+      f"build took {cpu_build_vs_fill:.2f} times that")
 print(f"largest meta model: {largest_gib:,.0f} GiB of parameters, {largest_vs_ram:,.0f}x this "
       f"machine's memory; stores nothing: {largest_stores_nothing}")
 print(f"its forward pass on a meta batch of 8 took {forward_ms:.2f} ms and returned shape "
       f"{forward_shape}")
 print(f"a meta nn.Linear calls {build_meta_ops}; Meta kernels in Python: {init_meta_python}")
+print(f"  and runs {python_calls_meta_linear} Python functions, {python_calls_in_module_code} of them in "
+      f"nn.Module, nn.Linear, init, Parameter and grad-mode code: "
+      + ", ".join(f"{f} {c}" for f, c in python_seen.most_common(6)))
 print(f"{n_python_meta_kernels:,} of the {n_meta_kernels:,} aten operators with a kernel at Meta "
       f"have one written in Python, {n_meta_registrations_kernels:,} of them from "
       f"torch/_meta_registrations.py")

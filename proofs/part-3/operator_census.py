@@ -21,7 +21,6 @@ import importlib.util
 import os
 import re
 
-import matplotlib.pyplot as plt
 import torch
 
 # torchgen, the code generator, ships inside the torch wheel with the YAML it reads
@@ -100,6 +99,22 @@ n_jit_only = len(jit_only)
 n_jit_only_no_tensor = sum(
     (f"{s.name}.{s.overload_name}" if s.overload_name else s.name) in jit_only
     for s in jit_schemas if not any("Tensor" in str(a.type) for a in s.arguments))
+NUMBERS = {"int", "float", "bool", "complex", "number", "Scalar", "SymInt", "SymFloat", "SymBool"}
+
+
+def only_numbers_strings_lists(schema):
+    """True when every argument is a number, a string or a list (of anything but tensors)."""
+    for arg in schema.arguments:
+        kind = str(arg.type)
+        if "Tensor" in kind or not (kind in NUMBERS or kind == "str" or kind.startswith("List")
+                                    or kind.endswith("[]")):
+            return False
+    return True
+
+
+n_jit_only_scalars = sum(
+    (f"{s.name}.{s.overload_name}" if s.overload_name else s.name) in jit_only
+    and only_numbers_strings_lists(s) for s in jit_schemas)
 jit_only_by_ns = collections.Counter(n.split("::")[0] for n in jit_only)
 add_in_dispatcher = sorted(n for n in op_names if n.split(".")[0] == "aten::add")
 add_jit_only = sorted(n for n in jit_only if n.split(".")[0] == "aten::add")
@@ -118,22 +133,9 @@ print(f"TorchScript registry: {n_jit_ops} overloads; holds every dispatcher op, 
       f"schema: {jit_has_all_dispatcher_ops}")
 print(f"  aten::backward is TorchScript's alone (no dispatcher operator by that name): "
       f"{backward_only_in_jit}")
-print(f"  {n_jit_only} exist only there, {n_jit_only_no_tensor} of them without a tensor argument: "
+print(f"  {n_jit_only} exist only there, {n_jit_only_no_tensor} of them without a tensor argument, "
+      f"{n_jit_only_scalars} taking only numbers, strings and lists: "
       + ", ".join(f"{ns} {c}" for ns, c in sorted(jit_only_by_ns.items(), key=lambda p: (-p[1], p[0]))))
 print(f"aten::add: {n_add_dispatcher} overloads in the dispatcher "
       f"({', '.join(n[6:] for n in add_in_dispatcher)}),")
 print(f"  {n_add_jit_only} more only in TorchScript ({', '.join(n[6:] for n in add_jit_only[:6])}, ...)")
-
-labels = [label for label, _ in by_count] + ["TorchScript only (register_prim_ops.cpp ...)"]
-counts = [count for _, count in by_count] + [n_jit_only]
-colors = ["C0"] * len(sources) + ["C1"]
-fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-bars = ax.barh(range(len(labels)), counts, color=colors)
-ax.bar_label(bars, [f"{c:,}" for c in counts], padding=3, fontsize=9)
-ax.set_yticks(range(len(labels)), labels, fontsize=9)
-ax.invert_yaxis()
-ax.set_xlim(0, max(counts) * 1.15)
-ax.set_xlabel("operator overloads")
-ax.set_title(f"Where the dispatcher's {n_dispatcher_ops:,} operators are declared (blue);\n"
-             "orange: overloads only TorchScript's registry holds", fontsize=10)
-plt.show()

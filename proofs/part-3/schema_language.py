@@ -1,18 +1,23 @@
-"""Every call becomes one operator overload, and its schema says what it reads, writes and aliases.
+"""Each call enters the dispatcher as one operator overload, whose schema says what it reads, writes and aliases.
 
 First, which overload a Python call becomes: each call runs once under a TorchDispatchMode
 (torch/utils/_python_dispatch.py, an underscore module documented for extending PyTorch) that
-records the operator overloads that reach it, at the Python key, below autograd. m @ m runs
-once more with two Python kernels standing in front of ATen's autograd kernels of matmul and
-mm (torch.library.Library("aten", "IMPL"), each calling the kernel it stands in for, fetched
-with the private torch._C._dispatch_get_computed_kernel_for_dispatch_key, and removed after),
-to see which operator entered the dispatcher first.
+records the operator overloads that reach it, at the Python key, below autograd (Figure 1's
+network and loss, from the series' first page, are run that way too; an operator
+whose kernel calls others, such as matmul, is seen as the ones it called). m @ m runs once more
+with two Python kernels standing in front of the kernels in the AutogradCPU slots of matmul (its
+composite kernel) and mm (torch.library.Library("aten", "IMPL"), each calling the kernel it
+stands in for, fetched with the private
+torch._C._dispatch_get_computed_kernel_for_dispatch_key, and removed after), to see which
+operator entered the dispatcher first.
 Why a + 1 is add.Tensor: the number travels as a zero-dimensional "wrapped number" tensor
 (c10/core/TensorImpl.h), which takes no part in choosing the result's dtype: the script adds
 2 to a zero-dimensional int8 tensor, once as a Python number and once as an ordinary tensor.
 Then the schema language itself: four aten schemas are parsed with torch._C.parse_schema and
 read argument by argument (type, keyword-only after the '*', alias set, whether the alias is
-written: 'Tensor(a!)'), and the parser is asked to accept "default" as an overload name.
+written: 'Tensor(a!)'), the parser is asked to accept "default" as an overload name, and, over
+every aten schema, the "out" flag that aten/src/ATen/core/function_schema.h computes for an
+argument is compared with "keyword-only and written".
 Last, a census of the aten schemas the dispatcher holds (private
 torch._C._dispatch_get_all_op_names and torch._C._jit_get_all_schemas), using the
 FunctionSchema fields declared in aten/src/ATen/core/function_schema.h. Private APIs are used
@@ -65,6 +70,12 @@ number_keeps_int8 = (small + 2).dtype == torch.int8  # a Python 2: the int8 tens
 tensor_promotes = (small + torch.tensor(2)).dtype == torch.int64  # a 0-dim int64 tensor: it promotes
 number_is_wrapped = with_number == "aten.add.Tensor" and number_keeps_int8 and tensor_promotes
 matmul_overload = became["m @ m"][0][0]
+# Figure 1's network and loss (the series' Figure 1), on a small batch: what its lines become
+torch.manual_seed(0)
+figure1_model = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+figure1_x, figure1_y = torch.randn(16, 8), torch.randn(16, 1)
+figure1_ops = ", ".join(name.split(".")[1] for name, _ in
+                        overloads_of(lambda: torch.nn.MSELoss()(figure1_model(figure1_x), figure1_y)))
 # Which operator m @ m entered the dispatcher as: watch the autograd keys of matmul and mm.
 entered, libs = [], []
 for name in ("matmul", "mm"):
@@ -85,6 +96,7 @@ matmul_composite = "CompositeImplicitAutograd[alias]" in torch._C._dispatch_dump
 matmul_decomposes_to_mm = (entered == ["aten::matmul", "aten::mm"] and matmul_composite
                            and matmul_overload == "aten.mm.default")
 
+print(f"Figure 1's loss_fn(model(x), y) reaches the Python key as: {figure1_ops}")
 print("call                      -> operator overload (what a TorchDispatchMode saw)")
 for label, seen in became.items():
     print(f"  {label:24s}-> {', '.join(name for name, _ in seen)}")
@@ -116,7 +128,6 @@ for name, schema in schemas.items():
 add_out_schema = str(schemas["aten::add.out"])
 view_schema = str(schemas["aten::view"])
 out_arg = schemas["aten::add.out"].arguments[-1]
-out_is_kwonly_written = out_arg.kwarg_only and out_arg.alias_info.is_write
 view_is_alias_not_write = (schemas["aten::view"].arguments[0].alias_info is not None
                            and not schemas["aten::view"].arguments[0].alias_info.is_write)
 add_inplace_mutable = schemas["aten::add_.Tensor"].is_mutable
@@ -143,6 +154,11 @@ aten = [s for s in torch._C._jit_get_all_schemas()  # private
 n_aten_schemas = len(aten)
 n_base_names = len({s.name for s in aten})
 n_mutable = sum(s.is_mutable for s in aten)
+# function_schema.h's own flag for an out argument, against "keyword-only and written", everywhere
+n_arguments = sum(len(s.arguments) for s in aten)
+out_is_kwonly_written = out_arg.is_out and all(
+    a.is_out == (a.kwarg_only and a.alias_info is not None and a.alias_info.is_write)
+    for s in aten for a in s.arguments)
 n_out = sum(any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
                 for a in s.arguments) for s in aten)
 n_views = sum(not s.is_mutable and any(a.alias_info is not None for a in s.arguments) for s in aten)
@@ -153,3 +169,5 @@ print(f"census of {n_aten_schemas} aten schemas ({n_base_names} names, so "
 print(f"  write an argument (a '!'): {n_mutable}, of them out= variants: {n_out}")
 print(f"  views (alias, no '!'): {n_views}; keyword-only arguments: {n_kwarg_only}; "
       f"SymInt: {n_symint}")
+print(f"  an argument is 'out' exactly when it is keyword-only and written, in all {n_arguments:,} "
+      f"arguments: {out_is_kwonly_written}")

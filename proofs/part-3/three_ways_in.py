@@ -5,8 +5,9 @@ active and logs, in one shared list, what each saw and in which order: a TorchFu
 (torch/overrides.py), called from the Python bindings before any ATen operator runs; a
 TorchDispatchMode (torch/utils/_python_dispatch.py, an underscore module documented for
 extending PyTorch), called by the Python key's fallback below autograd; and the kernels of
-mylib::scaled_sin, registered with torch.library.custom_op and register_autograd
-(torch/library.py), which the dispatcher calls at the CPU and Autograd keys. The figure puts
+mylib::scaled_sin, made with torch.library.custom_op and register_autograd
+(torch/_library/custom_ops.py), which registers the function at CompositeExplicitAutograd (it
+fills the CPU slot) and the formula's kernel at the Autograd alias key. The figure puts
 the three logs on one timeline. The function mode sees the backward() call but nothing that
 call does: torch/overrides.py takes a mode off its stack while the mode handles a call
 (_pop_mode_temporarily), and the proof reads that stack's depth inside the handler with the

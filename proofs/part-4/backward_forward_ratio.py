@@ -13,7 +13,8 @@ are CPU time of the calling thread (time.thread_time_ns), which does all the wor
 intra-op thread, and on the CPU backward runs on the thread that calls it), so time the
 thread spends waiting for a core is not counted. Last, it counts the ATen operators each
 backward calls, with a TorchDispatchMode (from the private torch.utils._python_dispatch; the
-import fails loudly if it is gone): matrix products (aten.mm) and sums (aten.sum).
+import fails loudly if it is gone), in the forward and in each kind of backward: matrix
+products (aten.mm), sums (aten.sum) and all the others.
 """
 import statistics
 import time
@@ -68,18 +69,23 @@ class CountOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def backward_ops(x_needs_grad, width=64):
+def count_ops(x_needs_grad, width=64):
+    """ATen operators called by the forward F.linear and by its backward."""
     w = torch.randn(width, width, requires_grad=True)
     b = torch.randn(width, requires_grad=True)
     x = torch.randn(BATCH, width, requires_grad=x_needs_grad)
-    y, g = F.linear(x, w, b), torch.randn(BATCH, width)
-    with CountOps() as mode:
+    g = torch.randn(BATCH, width)
+    with CountOps() as forward_mode:
+        y = F.linear(x, w, b)
+    with CountOps() as backward_mode:
         y.backward(g)
-    return mode.counts
+    return forward_mode.counts, backward_mode.counts
 
 
-ops_with_input_grad = backward_ops(True)
-ops_first_layer = backward_ops(False)
+ops_forward, ops_with_input_grad = count_ops(True)
+_, ops_first_layer = count_ops(False)
+aten_calls_forward = sum(ops_forward.values())
+aten_calls_backward = sum(ops_with_input_grad.values())
 mm_in_backward = ops_with_input_grad["aten::mm"]
 mm_in_backward_first_layer = ops_first_layer["aten::mm"]
 sum_in_backward = ops_with_input_grad["aten::sum"]
@@ -95,6 +101,11 @@ backward_first_layer_ms = bwd[wide, False]
 ratio_wide = ratio_with_input_grad[wide]
 ratio_wide_first_layer = ratio_without_input_grad[wide]
 ratio_narrow = ratio_with_input_grad[min(WIDTHS)]
+# The prediction from the arithmetic: forward is one product of BATCH x wide x wide, backward
+# two of the same size (grad x = g W and grad W = g^T x), one for a first layer.
+predicted_ratio = 2
+backward_over_predicted = ratio_wide / predicted_ratio
+first_layer_over_predicted = ratio_wide_first_layer / 1
 gflop_forward = 2 * BATCH * wide * wide / 1e9
 
 print(f"F.linear(x, W, b), batch {BATCH}, square W, float32, one thread; {RUNS} runs: times the"
@@ -106,6 +117,9 @@ for w in WIDTHS:
           f" {bwd[w, False]:>13.3f} {ratio_without_input_grad[w]:>6.2f}")
 print(f"at width {wide} ({gflop_forward:.2f} GFLOP forward): backward / forward ="
       f" {ratio_wide:.2f} with grad x, {ratio_wide_first_layer:.2f} without")
+print(f"predicted by the arithmetic: 2 with grad x, 1 without; measured / predicted"
+      f" {backward_over_predicted:.2f} and {first_layer_over_predicted:.2f}")
+print(f"operators in forward: {dict(sorted(ops_forward.items()))}")
 print(f"operators in backward: with grad x {dict(sorted(ops_with_input_grad.items()))}")
 print(f"                       x plain     {dict(sorted(ops_first_layer.items()))}")
 

@@ -1,20 +1,21 @@
-"""The engine runs a node once all its gradients have arrived, newest node first, on the calling thread.
+"""The engine runs a node once all its gradients have arrived, the most recently recorded first, on the thread that called backward.
 
-Builds a graph with two branches and a shared input, e = (x.exp() * x.sin()).sum() +
-w.tanh().sum(), on 400,000-element float32 tensors. Before backward it predicts the order the
-way torch/csrc/autograd/engine.cpp decides it: count each node's incoming edges (its
-dependencies), start from the root, and among the nodes whose count has reached zero always
-take the one with the highest sequence number (AccumulateGrad's is the largest possible).
-Sequence numbers are read with the private Node._sequence_nr(); the script raises if it is
-gone. Then it runs backward with a pre-hook and a hook on every node (register_prehook,
-register_hook), recording the thread id and the calling thread's CPU time
-(time.thread_time_ns, so that time given to other processes on a busy machine does not
-stretch the timeline; one intra-op thread, torch.set_num_threads(1), so that thread does all
-the work), and compares. What arrived at AccumulateGrad(x) is compared, inside its pre-hook,
-with the sum of both branches' gradients. After backward it lists the process's threads by
-name (Linux /proc/self/task; the engine names its device threads pt_autograd_<index>). Last,
-on a second copy of the graph, torch.autograd.grad(e, [w]) runs with the same hooks, to see
-which nodes it skips.
+The forward is five lines (forward() below) on two 400,000-element float32 tensors x and w.
+Before backward, the script predicts the order the way torch/csrc/autograd/engine.cpp decides
+it: count each node's incoming edges (its dependencies), start from the root, and among the
+nodes whose count has reached zero always take the one with the highest sequence number
+(AccumulateGrad's is the largest possible). Sequence numbers are read with the private
+Node._sequence_nr(); the script raises if it is gone. It also works out the order a
+breadth-first and a depth-first walk would give. Then it runs backward with a pre-hook and a
+hook on every node (register_prehook, register_hook), recording the thread and the calling
+thread's CPU time (time.thread_time_ns; one intra-op thread, torch.set_num_threads(1), so that
+thread does all the work), and compares. What arrives at AccumulateGrad(x) is compared, inside
+its pre-hook, with the sum of both branches' gradients. After backward it lists the process's
+threads by name where Linux's /proc/self/task allows (the engine names its device threads
+pt_autograd_<index>) and says whether an accelerator is present (torch.accelerator). On fresh
+copies of the graph it then runs torch.autograd.grad(e, [w]) with the same hooks, to see which
+nodes it skips, and, last, one backward of Figure 1's network, to see in which order its
+parameters' gradients are written.
 """
 import heapq
 import os
@@ -23,6 +24,8 @@ import time
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.colors import to_rgba
+from torch import nn
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -37,16 +40,15 @@ def forward():
     b = x.sin()
     c = w.tanh()
     d = a * b
-    return d.sum() + c.sum()
+    e = d.sum() + c.sum()
+    return e
 
 
 def graph_of(root):
     """The nodes breadth-first from the root, and a readable name for each."""
     nodes = [root.grad_fn]
     for node in nodes:
-        for child, _ in node.next_functions:
-            if child is not None and child not in nodes:
-                nodes.append(child)
+        nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
     names = {}
     for node in nodes:
         if node.name().endswith("AccumulateGrad"):
@@ -59,20 +61,31 @@ def graph_of(root):
     return nodes, names
 
 
+def depth_first(node, names, seen):
+    if node is None or node in seen:
+        return []
+    seen.add(node)
+    order = [names[node]]
+    for child, _ in node.next_functions:
+        order += depth_first(child, names, seen)
+    return order
+
+
 e = forward()
 nodes, names = graph_of(e)
 seq = {node: node._sequence_nr() for node in nodes}  # private, see docstring
+first_seq = min(seq.values())
+shown_seq = {n: ("max" if n.name().endswith("AccumulateGrad") else seq[n] - first_seq) for n in nodes}
 accumulate_grad_seq_is_max = all(seq[n] == 2**64 - 1 for n in nodes
                                  if n.name().endswith("AccumulateGrad"))
 
-# Prediction: dependency counts + a ready queue ordered by sequence number, highest first.
+# The prediction: dependency counts and a ready queue ordered by sequence number, highest first.
 dependencies = {node: 0 for node in nodes}
 for node in nodes:
     for child, _ in node.next_functions:
         if child is not None:
             dependencies[child] += 1
 dependency_counts = ", ".join(f"{names[n]} {k}" for n, k in dependencies.items() if k > 1)
-nodes_with_several_edges = sum(k > 1 for k in dependencies.values())
 remaining = dict(dependencies)
 ready = [(-seq[e.grad_fn], 0, e.grad_fn)]
 predicted, pushes = [], 1
@@ -86,6 +99,7 @@ while ready:
                 heapq.heappush(ready, (-seq[child], pushes, child))
                 pushes += 1
 breadth_first = [names[n] for n in nodes]
+depth_first_order = depth_first(e.grad_fn, names, set())
 
 events = []  # (node name, "start" or "end", ns, thread id)
 acc_x_input = []
@@ -94,7 +108,7 @@ acc_x_input = []
 def on_start(grads, name):
     events.append((name, "start", time.thread_time_ns(), threading.get_ident()))
     if name == "AccumulateGrad(x)":  # what arrived; no reference kept, it would block the steal
-        acc_x_input.append((len(grads), grads[0].data_ptr()))
+        acc_x_input.append(grads[0].data_ptr())
 
 
 for node in nodes:
@@ -110,7 +124,7 @@ t1 = time.thread_time_ns()
 observed = [name for name, kind, _, _ in events if kind == "start"]
 order = " > ".join(observed)
 predicted_matches = observed == predicted
-breadth_first_matches = observed == breadth_first
+neither_walk_matches = observed != breadth_first and observed != depth_first_order
 on_caller_thread = all(tid == caller for *_, tid in events)
 span = {}
 for name, kind, ns, _ in events:
@@ -118,8 +132,9 @@ for name, kind, ns, _ in events:
 acc_x_waited = span["AccumulateGrad(x)"]["start"] >= max(span["SinBackward0"]["end"],
                                                           span["ExpBackward0"]["end"])
 acc_x_runs = len(acc_x_input)
-n_arrived, arrived_ptr = acc_x_input[0]
-acc_x_kept_that_tensor = x.grad.data_ptr() == arrived_ptr  # stored as .grad without a copy
+acc_x_kept_that_tensor = x.grad.data_ptr() == acc_x_input[0]  # stored as .grad without a copy
+backward_us = (t1 - t0) / 1000
+busy_us = sum(s["end"] - s["start"] for s in span.values())
 
 # Again on a fresh copy of the graph, untimed: compare what arrives at AccumulateGrad(x).
 with torch.no_grad():  # the two gradients that reach x, and their sum
@@ -141,9 +156,7 @@ next(n for n in nodes3 if names3[n] == "AccumulateGrad(x)").register_prehook(
 saved_grad, x.grad = x.grad, None
 e3.backward()
 x.grad = saved_grad
-arrived_is_sum, arrived_is_one_part = arrived[0]
-acc_x_got_sum = (acc_x_runs == 1 and len(arrived) == 1 and n_arrived == 1 and arrived_is_sum
-                 and not arrived_is_one_part)
+acc_x_got_sum = acc_x_runs == 1 and len(arrived) == 1 and arrived[0] == (True, False)
 
 
 def engine_threads():
@@ -158,6 +171,8 @@ def engine_threads():
 
 
 engine_thread_count = engine_threads()
+threads_listed = engine_thread_count >= 0
+has_accelerator = torch.accelerator.is_available()  # CUDA, MPS, XPU, ... with a device present
 
 # torch.autograd.grad(e, [w]) on a fresh copy of the graph: which nodes run?
 e2 = forward()
@@ -181,43 +196,76 @@ on_path_to_w = sorted(names2[n] for n in nodes2 if reaches_w(n))
 grad_ran = " > ".join(ran_for_w)
 grad_ran_only_path_to_w = sorted(ran_for_w) == on_path_to_w
 grad_skipped = len(nodes2) - len(ran_for_w)
-backward_us = (t1 - t0) / 1000
-busy_us = sum(s["end"] - s["start"] for s in span.values())
-between_nodes_us = backward_us - busy_us
 
-print(f"e = (x.exp() * x.sin()).sum() + w.tanh().sum(), {N:,} float32 elements each")
+# Figure 1's network: in which order does backward write its parameters' gradients?
+xs = torch.randn(1024, 8)
+model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+loss = nn.MSELoss()(model(xs), xs[:, :1])
+fig1_nodes = [loss.grad_fn]
+for node in fig1_nodes:
+    fig1_nodes.extend(c for c, _ in node.next_functions if c is not None and c not in fig1_nodes)
+param_names = {id(p): n for n, p in model.named_parameters()}
+fig1_order = []
+for node in fig1_nodes:
+    label = (f"AccumulateGrad({param_names[id(node.variable)]})"
+             if node.name().endswith("AccumulateGrad") else node.name())
+    node.register_prehook(lambda grads, label=label: fig1_order.append(label))
+loss.backward()
+figure1_order = " > ".join(fig1_order)
+last_layer_written_first = (fig1_order.index("AccumulateGrad(2.weight)") < fig1_order.index("ReluBackward0")
+                            and fig1_order.index("AccumulateGrad(2.bias)") < fig1_order.index("ReluBackward0"))
+
+print("a = x.exp(); b = x.sin(); c = w.tanh(); d = a * b; e = d.sum() + c.sum()"
+      f"   ({N:,} float32 elements each)")
 print("sequence numbers (creation order): "
-      + ", ".join(f"{names[n]} {seq[n] - min(seq.values())}" for n in nodes
-                  if not n.name().endswith("AccumulateGrad"))
+      + ", ".join(f"{names[n]} {shown_seq[n]}" for n in nodes if shown_seq[n] != "max")
       + f"; AccumulateGrad 2**64-1: {accumulate_grad_seq_is_max}")
 print(f"nodes waiting for more than one gradient: {dependency_counts}")
 print(f"predicted: {' > '.join(predicted)}")
 print(f"observed:  {order}")
-print(f"prediction matches: {predicted_matches}; breadth-first order would match:"
-      f" {breadth_first_matches}")
-shown_count = engine_thread_count if engine_thread_count >= 0 else "unknown (no /proc)"
+print(f"prediction matches: {predicted_matches}; neither a breadth-first nor a depth-first walk"
+      f" gives it: {neither_walk_matches}")
+shown_count = engine_thread_count if threads_listed else "unknown (no /proc)"
 print(f"every hook ran on the thread that called backward(): {on_caller_thread};"
-      f" threads named pt_autograd_*: {shown_count}")
+      f" threads named pt_autograd_*: {shown_count}; accelerator present: {has_accelerator}")
 print(f"AccumulateGrad(x) started after both SinBackward0 and ExpBackward0 ended: {acc_x_waited};"
-      f" it received one tensor, their sum: {acc_x_got_sum}, and kept it as x.grad:"
+      f" it ran once and received their sum: {acc_x_got_sum}; kept it as x.grad:"
       f" {acc_x_kept_that_tensor}")
-print(f"backward took {backward_us:,.0f} us; inside nodes {busy_us:,.0f} us,"
-      f" between them {between_nodes_us:,.0f} us")
+print(f"backward took {backward_us:,.0f} us of CPU time; inside nodes {busy_us:,.0f} us")
 print(f"torch.autograd.grad(e, [w]) ran {grad_ran}, skipping {grad_skipped} of {len(nodes2)} nodes;"
       f" exactly those on a path to w: {grad_ran_only_path_to_w}")
+print(f"Figure 1's backward: {figure1_order}")
 
-# Figure: one row per node in the order it ran, a bar from pre-hook to hook.
-fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-for row, name in enumerate(observed):
-    start, end = span[name]["start"], span[name]["end"]
-    colour = "C1" if name.startswith("AccumulateGrad") else "C0"
-    ax.barh(row, max(end - start, backward_us / 400), left=start, color=colour, height=0.6)
-    ax.text(end + backward_us / 100, row, f"{name}  ({end - start:,.0f} us)", va="center",
-            fontsize=8)
-ax.set_yticks(range(len(observed)), [f"{i + 1}" for i in range(len(observed))])
-ax.invert_yaxis()
-ax.set_xlim(0, backward_us * 1.35)
-ax.set_xlabel("CPU time of the calling thread since backward() was called (µs)")
-ax.set_ylabel("run order")
-ax.set_title("Backward of (x.exp()*x.sin()).sum() + w.tanh().sum(): one bar per node")
+# Figure: the graph, each node with its sequence number, its dependency count and its turn.
+place = {"AddBackward0": (2.0, 4.0), "SumBackward0 (d.sum)": (0.9, 3.0),
+         "SumBackward0 (c.sum)": (3.1, 3.0), "MulBackward0": (0.9, 2.0), "TanhBackward0": (3.1, 2.0),
+         "ExpBackward0": (0.0, 1.0), "SinBackward0": (1.8, 1.0), "AccumulateGrad(w)": (3.1, 1.0),
+         "AccumulateGrad(x)": (0.9, 0.0)}
+by_name = {names[n]: n for n in nodes}
+turn = {name: k + 1 for k, name in enumerate(observed)}
+fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+boxes = {}
+for name, (px, py) in place.items():
+    node = by_name[name]
+    text = f"{name}\nseq {shown_seq[node]}, waits for {dependencies[node] or 'none'}"
+    colour = "C1" if name.startswith("Acc") else "C0"
+    boxes[name] = ax.text(px, py, text, ha="center", va="center", fontsize=7.5,
+                          bbox=dict(boxstyle="round,pad=0.3", fc=to_rgba(colour, 0.12), ec=colour))
+    ax.text(px - 0.78, py + 0.22, str(turn[name]), ha="center", va="center", fontsize=9,
+            color="white", fontweight="bold",
+            bbox=dict(boxstyle="circle,pad=0.2", fc="C3", ec="C3"))
+for name in place:
+    for child, _ in by_name[name].next_functions:
+        if child is not None:
+            ax.annotate("", xy=place[names[child]], xytext=place[name],
+                        arrowprops=dict(arrowstyle="-|>", color="C7", shrinkA=2, shrinkB=2,
+                                        patchA=boxes[name].get_bbox_patch(),
+                                        patchB=boxes[names[child]].get_bbox_patch()))
+ax.text(2.2, 0.35, "red number: the turn in which it ran\nseq: sequence number (creation order)\n"
+        "waits for: incoming edges, its dependencies", fontsize=8, va="top")
+ax.set_xlim(-0.9, 4.3)
+ax.set_ylim(-0.5, 4.5)
+ax.axis("off")
+ax.set_title("Backward of e = d.sum() + c.sum(): ready nodes run highest sequence number first",
+             fontsize=10)
 plt.show()

@@ -5,7 +5,8 @@ Defines softplus, log(1 + e^x), as a torch.autograd.Function with a hand-written
 torch.autograd.gradcheck in float64 (it builds the whole Jacobian twice, once from backward
 and once from central differences, and compares them with allclose), then the correct one
 again in float32, where gradcheck warns and the comparison fails. Also shows the node the
-Function records and what ctx.needs_input_grad held.
+Function records (the ctx object itself), what ctx.needs_input_grad held, and what happens when the tensor given to
+ctx.save_for_backward is written in place before backward.
 """
 import warnings
 
@@ -14,7 +15,6 @@ from torch.autograd import gradcheck
 from torch.autograd.gradcheck import GradcheckError
 
 torch.manual_seed(0)
-seen_needs_input_grad = []
 
 
 class Softplus(torch.autograd.Function):
@@ -22,7 +22,6 @@ class Softplus(torch.autograd.Function):
     def forward(ctx, x, beta):
         ctx.save_for_backward(x)
         ctx.beta = beta
-        seen_needs_input_grad.append(ctx.needs_input_grad)
         bx = beta * x
         return (bx.clamp(min=0) + torch.log1p(torch.exp(-bx.abs()))) / beta
 
@@ -43,7 +42,7 @@ x64 = torch.randn(6, dtype=torch.float64, requires_grad=True)
 y = Softplus.apply(x64, 1.0)
 node_name = y.grad_fn.name()
 node_class_module = type(y.grad_fn).__module__
-needs_input_grad = str(seen_needs_input_grad[-1])
+needs_input_grad = str(y.grad_fn.needs_input_grad)  # the node is the ctx forward was given
 matches_builtin = torch.allclose(y, torch.nn.functional.softplus(x64))
 
 gradcheck_passed = gradcheck(lambda t: Softplus.apply(t, 1.0), (x64,))
@@ -54,6 +53,17 @@ except GradcheckError as error:
     forgetful_message = str(error)
 forgetful_caught = forgetful_message.startswith("Jacobian mismatch")
 mismatch_first_line = forgetful_message.splitlines()[0]
+
+# The saved input carries its version, as a generated node's saved tensors do.
+z = x64 * 1  # not a leaf, so it may be written in place
+out = Softplus.apply(z, 1.0)
+z.add_(1)
+try:
+    out.sum().backward()
+    saved_write_error = "none"
+except RuntimeError as error:
+    saved_write_error = str(error).split(": [")[0]
+saved_write_caught = "modified by an inplace operation" in saved_write_error
 
 x32 = x64.detach().float().requires_grad_()
 with warnings.catch_warnings(record=True) as caught:
@@ -69,3 +79,4 @@ print(f"gradcheck, float64, backward without grad: {'raised' if forgetful_caught
 for line in forgetful_message.splitlines()[:4]:
     print("   ", line)
 print(f"gradcheck, float32, correct backward: {float32_passed}; warning: {float32_warning}")
+print(f"writing into the saved input before backward: {saved_write_error}")

@@ -9,8 +9,9 @@ and gradcheck's own test, allclose(analytic, numerical, rtol, atol), that is
 |analytic - numerical| <= atol + rtol * |numerical| for every entry, with the analytic
 Jacobian from backward in the same dtype. The script prints the worst entry's ratio of the
 two sides (at most 1 passes), and checks it against gradcheck itself, called with the same
-eps (raise_exception=False; its warning about float32 is silenced here). It reads
-gradcheck's default eps, atol and rtol from its signature.
+eps (raise_exception=False; its warning about float32 inputs, given on every call whatever the
+step, is silenced here). It also notes the steps at which every difference is exactly zero. It
+reads gradcheck's default eps, atol and rtol from its signature.
 """
 import inspect
 import warnings
@@ -52,15 +53,16 @@ def jacobian_numerical(base, eps):
     return torch.stack(columns, dim=1).double()
 
 
-error, tolerance_ratio, passed = {}, {}, {}
+error, tolerance_ratio, passed, all_zero = {}, {}, {}, {}
 for name, dtype in DTYPES.items():
     base = x.to(dtype)
     xd = base.clone().requires_grad_()
     f(xd).backward(torch.ones(N, dtype=dtype))
     analytic = torch.diag(xd.grad).double()
-    error[name], tolerance_ratio[name], passed[name] = [], [], []
+    error[name], tolerance_ratio[name], passed[name], all_zero[name] = [], [], [], []
     for eps in EPS:
         numerical = jacobian_numerical(base, float(eps))
+        all_zero[name].append(bool((numerical == 0).all()))  # x + eps rounded back to x
         error[name].append((numerical - torch.diag(exact)).abs().max().item())
         bound = default_atol + default_rtol * numerical.abs()
         tolerance_ratio[name].append(((analytic - numerical).abs() / bound).max().item())
@@ -90,6 +92,10 @@ float32_passes_somewhere = bool(f32_passing_eps)
 f32_pass_eps_min = min(f32_passing_eps, default=float("nan"))
 f32_pass_eps_max = max(f32_passing_eps, default=float("nan"))
 f32_best_error_over_f64_default = best_error_f32 / error_default_eps_f64
+# In float32 a step below about 1e-8 vanishes: x + eps == x, so every difference is exactly 0.
+f32_zero_steps = [float(e) for e, z in zip(EPS, all_zero["float32"]) if z]
+f32_largest_vanishing_eps = max(f32_zero_steps, default=float("nan"))
+f32_tiny_steps_give_zero = all_zero["float32"][0]
 double_epsilon = torch.finfo(torch.float64).eps
 float_epsilon = torch.finfo(torch.float32).eps
 
@@ -110,6 +116,8 @@ print(f"at the default eps={default_eps}: float64 error {error_default_eps_f64:.
       f" ({tolerance_ratio_default_f64:.1e} of the tolerance, passed {float64_passed_at_default});"
       f" float32 error {error_default_eps_f32:.1e} ({tolerance_ratio_default_f32:.0f} times the"
       f" tolerance, passed {float32_passed_at_default})")
+print(f"float32: every difference is exactly 0 (x + eps == x) up to eps {f32_largest_vanishing_eps:.0e},"
+      f" so the error there is the derivative itself")
 print(f"float32 passed at eps {f32_pass_eps_min:.0e} to {f32_pass_eps_max:.0e}; its best error is"
       f" {f32_best_error_over_f64_default:,.0f} times float64's at the default eps")
 

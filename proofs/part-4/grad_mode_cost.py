@@ -2,17 +2,19 @@
 
 Times torch.sin(a) on float32 tensors from 1 to 1,048,576 elements in four settings: an input
 that does not require grad (plain); one that does (a SinBackward0 node is recorded and saves
-a); the same under torch.no_grad(); and under torch.inference_mode(). Then a view, a.view(-1)
-on one element, under no_grad (a tensor that requires grad) and under inference_mode (an
-inference tensor, made there). For each size, 60 rounds; a round times one batch of calls per
+a); the same under torch.no_grad(); and under torch.inference_mode(). Then a view, t.view(-1)
+on one element, three ways: a normal tensor under no_grad (the view's autograd kernel and its
+ADInplaceOrView kernel both run), the same normal tensor inside inference_mode (the autograd
+kernel is skipped, ADInplaceOrView still runs for a normal tensor), and an inference tensor
+made there (both skipped). For each size, 60 rounds; a round times one batch of calls per
 setting (400 calls at one element, one call at a million), the settings in an order that
 rotates from round to round, after a warm-up; one thread; times are the thread's CPU time
 (time.thread_time_ns), so time the thread spends waiting for a core is not counted. The table
 shows the median over the rounds; each ratio between two settings is the median of the 60
-ratios measured side by side, round by round. Then it checks what each mode leaves
-behind: whether grad mode is on, whether the output is an inference tensor, whether it keeps
-a version counter (read with the private Tensor._version), what happens when an inference
-tensor is saved for backward, and whether a module in eval() mode still records a graph.
+ratios measured side by side, round by round. Then it checks what each mode leaves behind:
+whether grad mode is on, whether the output is an inference tensor, whether it keeps a version
+counter (read with the private Tensor._version), what happens when an inference tensor is saved
+for backward, and whether a module in eval() mode still records a graph.
 """
 import statistics
 import time
@@ -25,7 +27,8 @@ torch.set_num_threads(1)
 SIZES = [1, 16, 256, 4096, 65536, 1048576]
 ROUNDS = 60
 SETTINGS = ["plain", "requires_grad", "no_grad", "inference_mode"]
-VIEW_SETTINGS = ["view, no_grad", "view, inference_mode"]
+VIEW_SETTINGS = ["view, no_grad", "view of a normal tensor, inference_mode",
+                 "view of an inference tensor, inference_mode"]
 
 
 
@@ -59,11 +62,15 @@ def view(t):
 
 contexts = {"plain": torch.enable_grad, "requires_grad": torch.enable_grad,
             "no_grad": torch.no_grad, "inference_mode": torch.inference_mode,
-            "view, no_grad": torch.no_grad, "view, inference_mode": torch.inference_mode}
+            "view, no_grad": torch.no_grad,
+            "view of a normal tensor, inference_mode": torch.inference_mode,
+            "view of an inference tensor, inference_mode": torch.inference_mode}
 tensors = {(n, s): torch.randn(n, requires_grad=s != "plain") for n in SIZES for s in SETTINGS}
-tensors[1, "view, no_grad"] = torch.randn(1, requires_grad=True)
+normal = torch.randn(1)  # a normal tensor: it carries the autograd and ADInplaceOrView keys
+tensors[1, "view, no_grad"] = normal
+tensors[1, "view of a normal tensor, inference_mode"] = normal
 with torch.inference_mode():
-    tensors[1, "view, inference_mode"] = torch.randn(1)  # an inference tensor
+    tensors[1, "view of an inference tensor, inference_mode"] = torch.randn(1)  # neither key
 ops = {s: torch.sin for s in SETTINGS} | {s: view for s in VIEW_SETTINGS}
 cases = [(n, s) for n in SIZES for s in SETTINGS] + [(1, s) for s in VIEW_SETTINGS]
 for n, s in cases:  # warm-up
@@ -90,8 +97,16 @@ small_grad_over_no_grad = ratio(small, "requires_grad", "no_grad")
 small_no_grad_over_plain = ratio(small, "no_grad", "plain")
 small_inference_over_no_grad = ratio(small, "inference_mode", "no_grad")
 view_no_grad_ns = best[1, "view, no_grad"]
-view_inference_ns = best[1, "view, inference_mode"]
-view_inference_over_no_grad = ratio(1, "view, inference_mode", "view, no_grad")
+view_normal_inference_ns = best[1, "view of a normal tensor, inference_mode"]
+view_inference_ns = best[1, "view of an inference tensor, inference_mode"]
+# Skipping the autograd kernel: a normal tensor's view in inference_mode against no_grad.
+view_normal_inference_over_no_grad = ratio(1, "view of a normal tensor, inference_mode",
+                                           "view, no_grad")
+# Skipping ADInplaceOrView as well: an inference tensor's view against a normal tensor's.
+view_inference_over_normal = ratio(1, "view of an inference tensor, inference_mode",
+                                   "view of a normal tensor, inference_mode")
+view_inference_over_no_grad = ratio(1, "view of an inference tensor, inference_mode",
+                                    "view, no_grad")
 large_plain_us = best[large, "plain"] / 1000
 large_grad_us = best[large, "requires_grad"] / 1000
 large_grad_over_no_grad = ratio(large, "requires_grad", "no_grad")
@@ -104,8 +119,10 @@ with torch.no_grad():
 with torch.inference_mode():
     out_inference = a * 2
     grad_on_under_inference = torch.is_grad_enabled()
+    view_made_in_inference_mode = a.view(-1)
 no_grad_output_is_inference = out_no_grad.is_inference()
 inference_output_is_inference = out_inference.is_inference()
+view_of_normal_stays_normal = not view_made_in_inference_mode.is_inference()
 no_grad_output_version = out_no_grad._version  # private, see docstring
 try:
     out_inference._version
@@ -133,12 +150,14 @@ print(f"ratios (median of {ROUNDS}, side by side): at 1 element requires_grad / 
 print(f"  at {large:,} elements: requires_grad / no_grad {large_grad_over_no_grad:.2f},"
       f" inference_mode / no_grad {large_inference_over_no_grad:.2f}")
 print(f"recording toll at 1 element: {record_toll_ns:,.0f} ns")
-print(f"a.view(-1), one element: no_grad {view_no_grad_ns:,.0f} ns, inference_mode on an"
-      f" inference tensor {view_inference_ns:,.0f} ns (ratio {view_inference_over_no_grad:.2f})")
+print(f"t.view(-1), one element: normal tensor under no_grad {view_no_grad_ns:,.0f} ns; in"
+      f" inference_mode {view_normal_inference_ns:,.0f} ns (x{view_normal_inference_over_no_grad:.2f});"
+      f" an inference tensor {view_inference_ns:,.0f} ns (x{view_inference_over_normal:.2f} of that)")
 print(f"grad mode on under no_grad: {grad_on_under_no_grad}, under inference_mode:"
       f" {grad_on_under_inference}")
 print(f"output is an inference tensor: no_grad {no_grad_output_is_inference},"
-      f" inference_mode {inference_output_is_inference}")
+      f" inference_mode {inference_output_is_inference}; a view of a normal tensor made in"
+      f" inference_mode stays normal: {view_of_normal_stays_normal}")
 print(f"no_grad output _version: {no_grad_output_version};"
       f" inference output _version: {inference_version_error}")
 print(f"saving an inference tensor for backward: {inference_save_error[:60]}...")

@@ -1,169 +1,185 @@
-"""The graph a two-layer network's forward records, node by node, with the bytes each node saved.
+"""The graph Figure 1's forward pass records, node by node, and the bytes each node keeps for backward.
 
-Runs linear -> gelu -> linear -> cross_entropy on a batch of 64, walks loss.grad_fn through
-next_functions, and reads what each node saved from its _saved_* attributes (private but
-long-lived; the script raises if no node exposes any), taking the nodes in forward order by the
-private Node._sequence_nr() (an AttributeError if it is gone). Each saved tensor is
-sorted by what its storage is: a parameter or the input batch (alive anyway), a new activation
-(memory the graph alone keeps alive), or one already counted (a second reference to the same
-storage). A torch.autograd.graph.saved_tensors_hooks pack hook counts the same bytes
-independently. retain_grad() on the first layer's output shows how a non-leaf gets a .grad.
+Builds Figure 1's network (Linear 8->64, ReLU, Linear 64->1, MSELoss) on its 1,024 rows, on the
+CPU, runs one forward, prints loss.grad_fn.next_functions, and walks the graph from the loss. It
+reads what each node saved from its _saved_* attributes (private but long-lived; the script
+raises if no node exposes any), in forward order by the private Node._sequence_nr(). Each saved
+tensor is sorted by its storage: data or a parameter (alive anyway), a new activation (memory
+that only the graph keeps alive), or shared (a second reference to a storage already counted).
+Before looking, it predicts the new bytes from the backward formulas of the four operations
+(ReLU keeps its output, which the second layer's addmm also keeps; the first layer's addmm keeps
+only the data; MSELoss keeps the prediction and the target) and the tensors' shapes. A
+torch.autograd.graph.saved_tensors_hooks pack hook, which sees each tensor as it is saved, gives
+the same total under the same counting rule. The same network with GELU in place of ReLU is
+predicted and measured too. retain_grad() on the first layer's output shows how a tensor that is
+not a leaf gets a .grad.
 """
 import warnings
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 from matplotlib.colors import to_rgba
+from torch import nn
 
-torch.manual_seed(0)
-BATCH, D_IN, HIDDEN, CLASSES = 64, 256, 1024, 10
+ROWS, FEATURES, HIDDEN, FLOAT32 = 1024, 8, 64, 4
 KIB = 1024
 
-x = torch.randn(BATCH, D_IN)
-target = torch.randint(0, CLASSES, (BATCH,))
-W1 = (torch.randn(HIDDEN, D_IN) * D_IN**-0.5).requires_grad_()
-b1 = torch.zeros(HIDDEN, requires_grad=True)
-W2 = (torch.randn(CLASSES, HIDDEN) * HIDDEN**-0.5).requires_grad_()
-b2 = torch.zeros(CLASSES, requires_grad=True)
-named_leaves = {"W1": W1, "b1": b1, "W2": W2, "b2": b2}
 
-packed = []  # (storage address, bytes) of every tensor the pack hook saw
-
-
-def pack(t):
-    packed.append((t.untyped_storage().data_ptr(), t.numel() * t.element_size()))
-    return t.detach()  # hold no reference to a tensor that has a grad_fn
+def figure1(activation):
+    """Figure 1's data and network (part-0/training_program.py), on the CPU."""
+    torch.manual_seed(0)
+    x = torch.randn(ROWS, FEATURES)
+    y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), activation, nn.Linear(HIDDEN, 1))
+    return x, y, model
 
 
-with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-    h = F.linear(x, W1, b1)
-    h.retain_grad()
-    a = F.gelu(h)
-    logits = F.linear(a, W2, b2)
-    loss = F.cross_entropy(logits, target)
-
-# Walk the graph breadth-first from the loss; depth = steps from the loss.
-depth = {loss.grad_fn: 0}
-nodes = [loss.grad_fn]
-for node in nodes:
-    for child, _ in node.next_functions:
-        if child is not None and child not in depth:
-            depth[child] = depth[node] + 1
-            nodes.append(child)
-
-
-def size(kib):
-    return f"{kib:g} KiB" if kib >= 1 else f"{kib * KIB:.0f} B"
-
-
-def label(node):
-    if node.name().endswith("AccumulateGrad"):
-        return "AccumulateGrad " + next(k for k, v in named_leaves.items() if v is node.variable)
-    return node.name()
+def saved_tensors(loss, alive_anyway):
+    """{node: [(field, bytes, kind)]} for every node, and the nodes breadth-first from the loss."""
+    nodes = [loss.grad_fn]
+    for node in nodes:
+        nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
+    counted, saved = set(), {}
+    for node in sorted(nodes, key=lambda n: n._sequence_nr()):  # a storage counts at its first saver
+        fields = []
+        for attr in sorted(a for a in dir(node) if a.startswith("_saved_")):
+            t = getattr(node, attr)
+            if attr in ("_saved_mat2",) and t is None:
+                fields.append(("mat2", 0, "not saved"))
+            if not isinstance(t, torch.Tensor):
+                continue
+            ptr = t.untyped_storage().data_ptr()
+            kind = alive_anyway.get(ptr) or ("shared" if ptr in counted else "new")
+            counted.add(ptr)
+            fields.append((attr.removeprefix("_saved_"), t.numel() * t.element_size(), kind))
+        saved[node] = fields
+    if not any(saved.values()):
+        raise AttributeError("no node exposes _saved_* tensors any more")
+    return nodes, saved
 
 
-alive_anyway = {t.untyped_storage().data_ptr(): name
-                for name, t in {**named_leaves, "x": x, "target": target}.items()}
-counted = set()
-saved_by = {}  # node -> [(field, KiB, kind)]
-# Forward order (sequence numbers; private but stable) so a storage counts at its first saver.
-for node in sorted(nodes, key=lambda n: n._sequence_nr()):
-    fields = []
-    for attr in sorted(a for a in dir(node) if a.startswith("_saved_")):
-        t = getattr(node, attr)
-        if not isinstance(t, torch.Tensor):
-            continue
+def run(activation):
+    x, y, model = figure1(activation)
+    alive = {x.untyped_storage().data_ptr(): "data x", y.untyped_storage().data_ptr(): "target y"}
+    for name, p in model.named_parameters():
+        alive[p.untyped_storage().data_ptr()] = "parameter " + name
+    packed = {}
+
+    def pack(t):
         ptr = t.untyped_storage().data_ptr()
-        kib = t.numel() * t.element_size() / KIB
-        if ptr in alive_anyway:
-            kind = alive_anyway[ptr]
-        elif ptr in counted:
-            kind = "shared"
-        else:
-            kind, _ = "new", counted.add(ptr)
-        fields.append((attr.removeprefix("_saved_"), kib, kind))
-    saved_by[node] = fields
-if not any(saved_by.values()):
-    raise AttributeError("no node exposes _saved_* tensors any more")
+        if ptr not in alive:
+            packed[ptr] = t.untyped_storage().nbytes()
+        return t.detach()  # hold no reference to a tensor that has a grad_fn
 
-new_kib = sum(kib for fields in saved_by.values() for _, kib, kind in fields if kind == "new")
-referenced_kib = sum(kib for fields in saved_by.values() for _, kib, _ in fields)
-hook_unique = {ptr: n for ptr, n in packed if ptr not in alive_anyway}
-hook_new_kib = sum(hook_unique.values()) / KIB
-hook_agrees = abs(hook_new_kib - new_kib) < 1e-9
+    outputs = []  # the first layer's output, then the activation's
+    model[0].register_forward_hook(lambda m, i, out: outputs.append(out))
+    model[1].register_forward_hook(lambda m, i, out: outputs.append(out))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = nn.MSELoss()(model(x), y)
+    nodes, saved = saved_tensors(loss, alive)
+    return x, model, loss, nodes, saved, sum(packed.values()), outputs
+
+
+x, model, loss, nodes, saved, hook_bytes, (h, relu_out) = run(nn.ReLU())
+root_and_edges = f"{loss.grad_fn.name()} -> " + ", ".join(
+    f"({c.name() if c is not None else None}, {k})" for c, k in loss.grad_fn.next_functions)
 n_nodes = len(nodes)
-n_saved_tensors = len(packed)
-gelu_node = next(n for n in nodes if n.name() == "GeluBackward0")
-gelu_saved_kib = sum(kib for _, kib, _ in saved_by[gelu_node])
-activation_kib_per_row = new_kib / BATCH
-new_bytes = round(new_kib * KIB)  # byte counts as ints: comparisons on them are exact
-gelu_saved_bytes = round(gelu_saved_kib * KIB)
+new_bytes = sum(b for fields in saved.values() for _, b, kind in fields if kind == "new")
+referenced_bytes = sum(b for fields in saved.values() for _, b, _ in fields)
+hook_agrees = hook_bytes == new_bytes
+# The prediction: ReLU's output (ROWS x HIDDEN) and the prediction fed to MSELoss (ROWS x 1).
+predicted_relu_kib = ROWS * HIDDEN * FLOAT32 / KIB
+predicted_prediction_kib = ROWS * 1 * FLOAT32 / KIB
+predicted_new_bytes = ROWS * HIDDEN * FLOAT32 + ROWS * 1 * FLOAT32
+prediction_holds = new_bytes == predicted_new_bytes
+saved_ptrs = {getattr(n, a).untyped_storage().data_ptr() for n in nodes for a in dir(n)
+              if a.startswith("_saved_") and isinstance(getattr(n, a), torch.Tensor)}
+pre_activation_not_saved = h.untyped_storage().data_ptr() not in saved_ptrs
+new_kib = new_bytes / KIB
+bytes_per_row = new_bytes / ROWS
+param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+activations_over_params = new_bytes / param_bytes
+relu_node = next(n for n in nodes if n.name() == "ReluBackward0")
+relu_saved_kib = sum(b for _, b, _ in saved[relu_node]) / KIB
 
+*_, gelu_saved, gelu_hook_bytes, _ = run(nn.GELU())
+gelu_new_bytes = sum(b for fields in gelu_saved.values() for _, b, kind in fields if kind == "new")
+gelu_predicted_bytes = 2 * ROWS * HIDDEN * FLOAT32 + ROWS * FLOAT32  # GELU's input and output
+gelu_prediction_holds = gelu_new_bytes == gelu_predicted_bytes
+gelu_new_kib = gelu_new_bytes / KIB
+
+h.retain_grad()
 loss.backward()
 retained_grad_shape = str(tuple(h.grad.shape))
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns; the answer is None
-    unretained_grad_is_none = a.grad is None
-retain_grad_works = h.grad is not None and unretained_grad_is_none
+    relu_output_grad_is_none = relu_out.grad is None
 
-print(f"batch {BATCH}: linear {D_IN}->{HIDDEN}, gelu, linear {HIDDEN}->{CLASSES}, cross_entropy")
-print(f"{n_nodes} nodes; what each saved (KiB; kind: new / shared / alive anyway as ...):")
+leaf_names = {id(p): name for name, p in model.named_parameters()}
+
+
+def label(node):
+    if node.name().endswith("AccumulateGrad"):
+        return "AccumulateGrad\n" + leaf_names[id(node.variable)]
+    return node.name()
+
+
+def size(n):
+    return f"{n / KIB:g} KiB" if n >= KIB else f"{n} B"
+
+
+print("Figure 1: Linear(8, 64), ReLU, Linear(64, 1), MSELoss; 1,024 rows; CPU")
+print(f"loss.grad_fn.next_functions: {root_and_edges}")
+print(f"{n_nodes} nodes; what each saved (new / shared / alive anyway):")
 for node in nodes:
-    fields = ", ".join(f"{f} {size(kib)} {kind}" for f, kib, kind in saved_by[node]) or "-"
-    print(f"  {'  ' * depth[node]}{label(node):18s} {fields}")
-print(f"the graph references {referenced_kib:,.1f} KiB; new memory it keeps alive:"
-      f" {new_kib:,.1f} KiB ({activation_kib_per_row:.2f} KiB per batch row)")
-print(f"pack hook: {n_saved_tensors} tensors saved, {hook_new_kib:,.1f} KiB new;"
-      f" agrees: {hook_agrees}")
-print(f"after backward: h.grad {retained_grad_shape} (retain_grad), gelu output .grad is None:"
-      f" {unretained_grad_is_none}")
+    fields = ", ".join(f"{f} {size(b)} {kind}" if b else f"{f} {kind}"
+                       for f, b, kind in saved[node]) or "-"
+    print(f"  {label(node).replace(chr(10), ' '):26s} {fields}")
+print(f"predicted new bytes {predicted_new_bytes:,}, measured {new_bytes:,}"
+      f" ({bytes_per_row:.0f} B per row; the graph refers to {referenced_bytes:,} B in all);"
+      f" a pack hook counted {hook_bytes:,}")
+print(f"the first layer's output (before ReLU) is not kept: {pre_activation_not_saved}")
+print(f"parameters {param_bytes:,} B: the saved activations are {activations_over_params:.0f}"
+      " times the parameters")
+print(f"with GELU instead: predicted {gelu_predicted_bytes:,}, measured {gelu_new_bytes:,} B")
+print(f"after backward: h.grad {retained_grad_shape} (retain_grad); ReLU's output has no .grad:"
+      f" {relu_output_grad_is_none}")
 
-# Figure: the longest chain (the spine) runs right to left from the loss; side branches sit
-# above (AccumulateGrad of a bias) or below (the weight's transpose), one column to the left.
-height = {}
-for node in reversed(nodes):  # children come after their parents in breadth-first order
-    height[node] = 1 + max((height[c] for c, _ in node.next_functions if c is not None), default=0)
-spine = [loss.grad_fn]
-while any(c is not None for c, _ in spine[-1].next_functions):
-    spine.append(max((c for c, _ in spine[-1].next_functions if c is not None),
-                     key=lambda c: height[c]))
-pos = {node: (len(spine) - i, 0.0) for i, node in enumerate(spine)}
-for node in spine:
-    side = [c for c, _ in node.next_functions if c is not None and c not in pos]
-    side.sort(key=lambda c: not c.name().endswith("AccumulateGrad"))
-    for k, child in enumerate(side):
-        x0, y0 = pos[node][0] - 1, (1.0 if k == 0 else -1.0)
-        while child is not None and child not in pos:
-            pos[child] = (x0, y0)
-            child = next((c for c, _ in child.next_functions if c is not None), None)
-            x0 -= 1
-
-fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
-style = {"new": dict(fc=to_rgba("C3", 0.18), ec="C3"), "none": dict(fc=to_rgba("C0", 0.12), ec="C0"),
+# Figure: the graph laid out like the forward (leaves on the left, the loss on the right).
+fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+by_label = {}
+for node in nodes:
+    by_label.setdefault(label(node), []).append(node)
+addmm_1, addmm_2 = sorted(by_label["AddmmBackward0"], key=lambda n: n._sequence_nr())
+t_1, t_2 = sorted(by_label["TBackward0"], key=lambda n: n._sequence_nr())
+pos = {by_label["AccumulateGrad\n0.weight"][0]: (-0.2, -1.3), t_1: (1.6, -1.3),
+       by_label["AccumulateGrad\n0.bias"][0]: (1.4, 1.3), addmm_1: (2.5, 0.0),
+       relu_node: (4.8, 0.0), by_label["AccumulateGrad\n2.weight"][0]: (4.6, -1.3),
+       t_2: (6.3, -1.3), by_label["AccumulateGrad\n2.bias"][0]: (7.6, 1.3), addmm_2: (7.2, 0.0),
+       loss.grad_fn: (9.5, 0.0)}
+style = {"new": dict(fc=to_rgba("C3", 0.16), ec="C3"), "none": dict(fc=to_rgba("C0", 0.10), ec="C0"),
          "leaf": dict(fc=to_rgba("C1", 0.15), ec="C1")}
 boxes = {}
-for node in nodes:
-    fields = saved_by[node]
-    lines = [label(node).replace("AccumulateGrad ", "AccumulateGrad\n").replace("Backward0",
-                                                                                "\nBackward0")]
-    lines += [f"{f}: {size(kib)}\n({kind})" for f, kib, kind in fields]
+for node, (px, py) in pos.items():
+    lines = [label(node)]
+    lines += [f"{f}: {size(b)} ({kind.split()[0]})" if b else f"{f}: {kind}"
+              for f, b, kind in saved[node]]
     kind = ("leaf" if node.name().endswith("AccumulateGrad")
-            else "new" if any(k == "new" for *_, k in fields) else "none")
-    boxes[node] = ax.text(*pos[node], "\n".join(lines), ha="center", va="center", fontsize=6.5,
-                          bbox=dict(boxstyle="round,pad=0.35", **style[kind]))
-for node in nodes:
+            else "new" if any(k == "new" for *_, k in saved[node]) else "none")
+    boxes[node] = ax.text(px, py, "\n".join(lines), ha="center", va="center", fontsize=7,
+                          bbox=dict(boxstyle="round,pad=0.3", **style[kind]))
+for node in pos:
     for child, _ in node.next_functions:
         if child is not None:
             ax.annotate("", xy=pos[child], xytext=pos[node],
                         arrowprops=dict(arrowstyle="-|>", color="C0", shrinkA=2, shrinkB=2,
                                         patchA=boxes[node].get_bbox_patch(),
                                         patchB=boxes[child].get_bbox_patch()))
-ax.text(0.5, 0.01, f"red: saved a new activation ({new_kib:,.1f} KiB in all); "
-        "blue: saved nothing new; orange: leaves. Arrows: next_functions.",
+ax.text(0.5, 0.0, f"red: keeps a new activation ({new_kib:.0f} KiB in all, {bytes_per_row:.0f} B"
+        " per row); blue: keeps nothing new; orange: leaves. Arrows: next_functions.",
         ha="center", fontsize=8, transform=ax.transAxes)
-ax.set_xlim(0.4, len(spine) + 0.6)
-ax.set_ylim(-1.6, 1.5)
+ax.set_xlim(-1.0, 10.6)
+ax.set_ylim(-2.0, 1.9)
 ax.axis("off")
-ax.set_title(f"What the forward pass saved, node by node (batch {BATCH})")
+ax.set_title("Figure 1's graph after one forward: what each node keeps for backward", fontsize=10)
 plt.show()

@@ -18,7 +18,9 @@ call it makes, and its parent, aten::add, via torch.autograd.profiler.profile, t
 without the Kineto back end; its log lines on stderr are silenced); a Python float added to
 a float64 tensor needs no conversion. The dispatcher's tables (the private
 torch._C._dispatch_dump_table) say which of add's overloads have an ADInplaceOrView kernel of
-their own, the one that bumps a written tensor's version counter. Times are this
+their own; that it is what bumps a written tensor's version counter is observed by calling
+out= and add_ with and without that key (the private
+torch._C._AutoDispatchBelowADInplaceOrView skips it). Times are this
 thread's CPU time (time.thread_time) for 1,000 calls, in 25 rounds that each time every form
 once, in an order rotated from round to round, after a warm-up; each form keeps its minimum,
 and a ratio between two forms is the median over rounds of their ratio within a round.
@@ -165,11 +167,26 @@ def view_kernel(op):
 
 out_and_inplace_have_view_kernel = (view_kernel("aten::add.out") and view_kernel("aten::add_.Tensor")
                                     and not view_kernel("aten::add.Tensor"))
+
+
+def version_bumps():
+    """How much out='s and add_'s written tensors' version counters rise in one call each."""
+    before = c._version, d._version
+    torch.add(a, b, out=c)
+    d.add_(b)
+    return c._version - before[0], d._version - before[1]
+
+
+bumps = version_bumps()
+with torch._C._AutoDispatchBelowADInplaceOrView():      # private: skips the ADInplaceOrView key
+    bumps_below = version_bumps()
+view_kernel_bumps_version = out_and_inplace_have_view_kernel and bumps == (1, 1) and bumps_below == (0, 0)
 base = best["torch.add(a, b)"]
 keywords_vs_positional = ratio(times, "torch.add(input=a, other=b)", "torch.add(a, b)")
 number_vs_tensor = ratio(times, "torch.add(a, 1.5)", "torch.add(a, b)")
 numpy_vs_tensor = ratio(times, "torch.add(a, n32)", "torch.add(a, b)")
 float64_vs_float32 = ratio(times, "torch.add(a, s64)", "torch.add(a, s32)")
+scalar32_vs_tensor = ratio(times, "torch.add(a, s32)", "torch.add(a, b)")
 out_vs_positional = ratio(times, "torch.add(a, b, out=c)", "torch.add(a, b)")
 inplace_vs_positional = ratio(times, "d.add_(b)", "torch.add(a, b)")
 number_extra_ns = best["torch.add(a, 1.5)"] - base
@@ -194,7 +211,8 @@ def shown(ops):
 
 
 print(f"add.out and add_ have an ADInplaceOrView kernel of their own, add.Tensor does not: "
-      f"{out_and_inplace_have_view_kernel}")
+      f"{out_and_inplace_have_view_kernel}; one call of each raised out's and d's version counters by "
+      f"{bumps}, and by {bumps_below} with the ADInplaceOrView key skipped")
 print(f"operators the profiler saw: a + tensor        {shown(ops_tensor)}")
 print(f"                            a + 1.5           {shown(ops_number)}")
 print(f"                            a + 0-dim float64 {shown(ops_float64)}")

@@ -8,11 +8,17 @@ text for `add`: gen_python_functions.method_impl, the Python binding behind torc
 torchgen.dest.RegisterDispatchKey, the CPU kernel's wrapper and its registration. It then
 checks the compiled libraries against that text: each parser signature string the generator
 wrote must be in libtorch_python's bytes, and the wrapper the registration names must be a
-function in libtorch_cpu's symbol table (.symtab, read with struct and numpy). Last, it counts
+function in libtorch_cpu's symbol table (.symtab, read with struct and numpy): a signature
+string counts only as a whole C string, with a NUL byte before and after it. Last, it counts
 in the generated text for every operator of the torch namespace and every Tensor method the
 dispatch functions (the lambdas that call into ATen) and how many of them release the GIL as
-their first statement, before the call. That is the generator's text; what a release does is
-seen from another thread in gil_observed.py. These are private
+their first statement, before the call, how many bindings parse their arguments with a
+PythonArgParser and then ask _r.has_torch_function(), how many take no arguments and ask
+has_torch_function(self_) directly, and how many put their body between HANDLE_TH_ERRORS and
+END_HANDLE_TH_ERRORS. That is the generator's text; what a release does is seen from another
+thread in gil_observed.py. The figure draws the chain for add: the YAML, the generators
+(and the templates they fill), what they write and the library each piece is compiled into,
+with the names the script found. These are private
 build tools, and the dispatcher's table is read with the private
 torch._C._dispatch_dump_table: if their names change, the script fails with their error.
 """
@@ -94,9 +100,9 @@ binding_releases_gil = binding.count("pybind11::gil_scoped_release no_gil;")
 # 3. The compiled library holds those signature strings.
 with open(os.path.join(LIB_DIR, "libtorch_python.so"), "rb") as f, \
         mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-    n_signatures_in_library = sum(data.find(s.encode() + b"\0") >= 0 for s in signatures)
+    n_signatures_in_library = sum(data.find(b"\0" + s.encode() + b"\0") >= 0 for s in signatures)
 print(f"{n_signatures_in_library} of these {n_signatures} parser signature strings are in "
-      f"libtorch_python.so, ending in a NUL byte as C strings do")
+      f"libtorch_python.so, each a whole C string (a NUL byte before it and after it)")
 
 # 4. The CPU kernel: its wrapper and registration, and the wrapper in libtorch_cpu.
 groups = get_grouped_native_functions(parsed.native_functions)
@@ -144,6 +150,61 @@ n_lambdas_read = len(bodies)
 n_releasing_first = sum(b.startswith("pybind11::gil_scoped_release no_gil;") for b in bodies)
 n_gil_releases = sum(t.count("pybind11::gil_scoped_release no_gil;") for t in texts)
 every_lambda_releases_first = n_lambdas_read == n_dispatch_lambdas == n_releasing_first
+n_with_parser = sum("static PythonArgParser parser(" in t for t in texts)
+n_without_parser = n_bindings - n_with_parser
+n_parsers_asking = sum("static PythonArgParser parser(" in t and "if(_r.has_torch_function())" in t
+                       for t in texts)
+every_parser_asks = n_parsers_asking == n_with_parser
+n_without_parser_checking_self = sum("static PythonArgParser parser(" not in t
+                                     and "if (has_torch_function(self_))" in t for t in texts)
+n_between_handlers = sum(t.count("HANDLE_TH_ERRORS") == 2 and "END_HANDLE_TH_ERRORS" in t for t in texts)
+every_binding_handles_errors = n_between_handlers == n_bindings
 print(f"\n{n_bindings:,} generated bindings (torch.* functions and Tensor methods) hold "
       f"{n_dispatch_lambdas:,} dispatch lambdas; in {n_releasing_first:,} of them the first statement "
       f"releases the GIL, before the call into ATen")
+print(f"{n_with_parser:,} of the bindings parse their arguments with a PythonArgParser ({n_parsers_asking:,} of "
+      f"them then ask _r.has_torch_function()); of the "
+      f"{n_without_parser:,} that take none, {n_without_parser_checking_self:,} ask whether self overrides "
+      f"__torch_function__ directly")
+print(f"{n_between_handlers:,} of the {n_bindings:,} bindings put their body between HANDLE_TH_ERRORS and "
+      f"END_HANDLE_TH_ERRORS (torch/csrc/Exceptions.h), which turn C++ exceptions into Python ones")
+
+# The figure: from the YAML, through four generators, to the functions the libraries hold.
+from matplotlib.patches import FancyBboxPatch  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+BOXES = [  # (x, y, text, colour)
+    (0.0, 0.42, f"native_functions.yaml\n{n_yaml_entries:,} entries,\namong them add.Tensor,\n"
+                f"add_.Tensor, add.out", "C7"),
+    (0.29, 0.80, "gen_python_functions.py\n(tools/autograd)", "C1"),
+    (0.29, 0.57, "torchgen: Operators.cpp,\nTensorBody.h", "C2"),
+    (0.29, 0.34, "torchgen:\nRegisterDispatchKey.cpp", "C3"),
+    (0.29, 0.11, "gen_variable_type.py\n(tools/autograd)", "C4"),
+    (0.585, 0.80, f"{binding_name}\n{n_signatures} signatures,\nreleases the GIL", "C1"),
+    (0.585, 0.57, "at::_ops::add_Tensor\n::call", "C2"),
+    (0.585, 0.34, f"{wrapper}\n{cpu_registered_from}", "C3"),
+    (0.585, 0.11, f"VariableType::\nadd_Tensor\n{autograd_registered_from}", "C4"),
+]
+fig, ax = plt.subplots(figsize=(7.8, 4.2), layout="constrained")
+for x, y, text, colour in BOXES:
+    ax.add_patch(FancyBboxPatch((x, y), 0.27, 0.17, boxstyle="round,pad=0.01", facecolor=colour,
+                                alpha=0.25, edgecolor=colour))
+    ax.text(x + 0.135, y + 0.085, text, ha="center", va="center", fontsize=8)
+for x, y, _, _ in BOXES[1:5]:
+    ax.annotate("", (x - 0.005, y + 0.085), (0.275, 0.505), arrowprops={"arrowstyle": "->", "color": "C7"})
+    ax.annotate("", (0.58, y + 0.085), (x + 0.275, y + 0.085), arrowprops={"arrowstyle": "->", "color": "C7"})
+for y0, y1, name in ((0.74, 1.0, "libtorch_python"), (0.09, 0.71, "libtorch_cpu")):
+    ax.add_patch(FancyBboxPatch((0.905, y0), 0.085, y1 - y0, boxstyle="round,pad=0.005", facecolor="none",
+                                edgecolor="C7"))
+    ax.text(0.9475, (y0 + y1) / 2, name, rotation=90, ha="center", va="center", fontsize=7.5)
+for x, y, _, _ in BOXES[5:]:
+    ax.annotate("", (0.9, y + 0.085), (x + 0.275, y + 0.085), arrowprops={"arrowstyle": "->", "color": "C7"})
+ax.text(0.13, 1.02, "the list of operators", ha="center", fontsize=9)
+ax.text(0.425, 1.02, "generators (build time)", ha="center", fontsize=9)
+ax.text(0.72, 1.02, "what they write for add", ha="center", fontsize=9)
+ax.set_xlim(0, 1)
+ax.set_ylim(0.05, 1.06)
+ax.axis("off")
+ax.set_title("One operator, four generated pieces, two libraries", fontsize=11)
+plt.show()

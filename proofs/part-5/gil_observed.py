@@ -17,9 +17,12 @@ interval to 1 ms (CPython's default is 5 ms) to keep those moments short next to
 How fast the ticker goes while the GIL is free depends on the cores: a thread that has the
 GIL can only count on a free core, so while it runs the script also reads how much CPU the
 rest of the machine used (/proc/stat minus its own CPU time; Linux; elsewhere it assumes
-none) and reports the cores left free. Its judgements compare phases measured side by side,
-which holds on one free core or two: the ticker goes several times faster while a call
-releases the GIL, or while the two threads take turns, than while a call holds it.
+none) and reports the cores left free. With a free core of its own the ticker keeps its full
+rate while a call releases the GIL; with less, it shares a core with the call. Its rate also
+moves by some percent from one moment to the next, which the time.sleep phase, where the
+main thread does nothing, shows. Whatever the cores, it goes many times faster while a call
+releases the GIL than while one holds it, and while both threads run Python each gets the
+GIL about half the time.
 """
 import os
 import sys

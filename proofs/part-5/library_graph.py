@@ -1,4 +1,4 @@
-"""`import torch` loads the stub torch/_C, and the stub pulls in the rest through the libraries it needs.
+"""`import torch` loads a stub, torch/_C, and the stub pulls in the rest: the libraries it names as needed, and theirs.
 
 Reads the ELF files of the installed package with Python's struct module (no readelf, no
 ldd): for the stub torch/_C*.so and every shared library in torch/lib, the section headers,
@@ -7,16 +7,18 @@ first), DT_RUNPATH (where it looks for them) and DT_SONAME. Following DT_NEEDED 
 inside torch/lib gives the libraries the loader brings in. Then it reads /proc/self/maps, the
 files mapped into this process, which has imported torch, and compares: what torch/lib
 mapped is that closure plus libtorch_global_deps, which torch/__init__.py opens itself with
-ctypes before it imports torch._C. Linux (ELF) only; on macOS or Windows the libraries are
-Mach-O or PE files and the script stops with a message.
+ctypes before it imports torch._C. It also weighs the machine code (.text) of two libraries
+that hold almost none, libtorch and libtorch_global_deps, and checks that no library with one
+of torch's names (libtorch*, libc10*, libshm*, libgomp*) came from anywhere else, such as a
+torch.libs folder or the system. Linux (ELF) only; on macOS
+or Windows the libraries are Mach-O or PE files and the script stops with a message.
 """
 import glob
 import os
+import re
 import struct
 
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import FancyArrowPatch, Rectangle
 
 TORCH_DIR = os.path.dirname(torch.__file__)
 LIB_DIR = os.path.join(TORCH_DIR, "lib")
@@ -36,6 +38,13 @@ def sections(data):
         end = data.index(b"\0", names_at + name)
         out[data[names_at + name:end].decode()] = (offset, size, raw[link][4])  # link: its string table
     return out
+
+
+def code_bytes(path):
+    """Bytes of machine code (.text) in an ELF file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return sections(data).get(".text", (0, 0, 0))[1]
 
 
 def dynamic(path):
@@ -76,12 +85,16 @@ while todo:
     todo += [n for n in info[name][0] if n in files]
 system_needed = sorted({n for name in closure for n in info[name][0] if n not in files})
 
-mapped = set()
+mapped, mapped_elsewhere = set(), set()
 with open("/proc/self/maps") as f:
     for line in f:
         fields = line.split()
-        if len(fields) >= 6 and os.path.dirname(fields[5]) in (LIB_DIR, TORCH_DIR):
+        if len(fields) < 6 or ".so" not in fields[5]:
+            continue
+        if os.path.dirname(fields[5]) in (LIB_DIR, TORCH_DIR):
             mapped.add(os.path.basename(fields[5]))
+        elif re.match(r"lib(torch|c10|shm|gomp)", os.path.basename(fields[5])):
+            mapped_elsewhere.add(fields[5])                   # one of torch's libraries, from elsewhere
 mapped_torch_lib = sorted(n for n in mapped if n in files)
 unloaded = sorted(set(files) - mapped)
 n_unloaded = len(unloaded)
@@ -93,13 +106,20 @@ stub_needs_text = ", ".join(stub_torch_needs)
 stub_runpath = info[stub_name][1]
 closure_text = ", ".join(closure[1:])       # the stub left out
 n_closure = len(closure) - 1
-loaded_is_closure_plus_global_deps = set(mapped_torch_lib) == set(closure) | {"libtorch_global_deps.so"}
+torch_libraries_elsewhere = ", ".join(sorted(mapped_elsewhere)) or "none"
+loaded_is_closure_plus_global_deps = (set(mapped_torch_lib) == set(closure) | {"libtorch_global_deps.so"}
+                                      and not mapped_elsewhere)
 n_loaded = len(mapped_torch_lib)
 n_in_torch_lib = len(files) - 1
 libtorch_bytes = size.get("libtorch.so", 0)
 libtorch_needs = ", ".join(n for n in info.get("libtorch.so", ([], None, None))[0] if n in files)
 cpu_needs_gomp = "libgomp.so.1" in info["libtorch_cpu.so"][0]
 stub_bytes = size[stub_name]
+stub_kib = stub_bytes / 1024
+global_deps_needs = ", ".join(info["libtorch_global_deps.so"][0])
+global_deps_code_bytes = code_bytes(files["libtorch_global_deps.so"])
+libtorch_code_bytes = code_bytes(files["libtorch.so"])
+
 
 print("DT_NEEDED inside torch (read from each file's .dynamic section):")
 for name in closure:
@@ -110,51 +130,8 @@ for name in closure:
 print(f"system libraries they need: {', '.join(system_needed)}")
 print(f"torch/lib libraries mapped in this process: {', '.join(mapped_torch_lib)}")
 print(f"= the stub's DT_NEEDED closure plus libtorch_global_deps.so: {loaded_is_closure_plus_global_deps}")
-print(f"libtorch_global_deps.so needs: {', '.join(info['libtorch_global_deps.so'][0])}")
+print(f"libtorch_global_deps.so needs: {global_deps_needs}; its machine code (.text): "
+      f"{global_deps_code_bytes:,} bytes; libtorch.so's: {libtorch_code_bytes:,} bytes")
+print(f"libraries of torch's names (libtorch*, libc10*, libshm*, libgomp*) mapped from anywhere else: "
+      f"{torch_libraries_elsewhere}")
 print(f"in torch/lib but not loaded by import torch: {', '.join(unloaded)}")
-
-# Figure: each library a square whose area is its size on disk, placed by depth of the graph.
-depth = {stub_name: 0, "libtorch_global_deps.so": 0}
-for name in closure:
-    for n in info[name][0]:
-        if n in files:
-            depth[n] = max(depth.get(n, 0), depth[name] + 1)
-rows = {}
-for name in list(closure) + ["libtorch_global_deps.so"]:
-    rows.setdefault(depth[name], []).append(name)
-scale = 2.0 / max(size.values()) ** 0.5
-pos = {}
-fig, ax = plt.subplots(figsize=(8, 6.2), layout="constrained")
-for d, names in rows.items():
-    names.sort(key=lambda n: -size[n])
-    for i, name in enumerate(names):
-        side = max(size[name] ** 0.5 * scale, 0.03)
-        x, y = 1.5 + i * 3.6, -d * 1.9
-        pos[name] = (x, y, side)
-        ax.add_patch(Rectangle((x - side / 2, y - side / 2), side, side, color=f"C{d}", alpha=0.8))
-        kib = size[name] / 1024
-        shown = "torch/_C (the stub)" if name == stub_name else name
-        label = f"{shown}\n{kib / 1024:,.0f} MiB" if kib > 1024 else f"{shown}\n{kib:,.1f} KiB"
-        ax.text(x + max(side / 2, 0.05) + 0.1, y, label, va="center", fontsize=8)
-for name in closure + ["libtorch_global_deps.so"]:
-    for n in info[name][0]:
-        if n in pos:
-            (x0, y0, s0), (x1, y1, s1) = pos[name], pos[n]
-            skips = depth[n] - depth[name] > 1        # curve round the rows in between
-            bend = 0.0 if not skips else (0.45 if x1 <= x0 else -0.3)
-            ax.add_patch(FancyArrowPatch((x0 - 0.05, y0 - max(s0, 0.1) / 2),
-                                         (x1 - 0.05, y1 + max(s1, 0.1) / 2),
-                                         connectionstyle=f"arc3,rad={bend}", arrowstyle="->",
-                                         mutation_scale=12, color="C7", zorder=0))
-gx, gy, gs = pos["libtorch_global_deps.so"]
-ax.annotate("opened by torch/__init__.py with ctypes", (gx, gy + 0.1), xytext=(gx, gy + 0.9),
-            ha="center", fontsize=8, arrowprops={"arrowstyle": "->"})
-bottom = -max(depth.values()) * 1.9
-ax.text(0.0, bottom - 1.0, "each also needs system libraries: "
-        + ", ".join(s.split(".so")[0] for s in system_needed), fontsize=8)
-ax.set_xlim(-0.3, 10.5)
-ax.set_ylim(bottom - 1.3, 1.5)
-ax.set_aspect("equal")
-ax.axis("off")
-ax.set_title("What import torch loads: DT_NEEDED from the stub down (area = bytes on disk)")
-plt.show()

@@ -8,10 +8,13 @@ script reads .rela.dyn to find the address each entry will hold, and looks the a
 the symbol table (.symtab) to name the function. GCC names the function that constructs a
 source file's global objects _GLOBAL__sub_I_ followed by the file's name (among those
 objects are the TORCH_LIBRARY blocks that register operators and kernels); the script counts
-those, names the others, and picks out the files the code generator writes: torchgen/gen.py
-names them Register<dispatch key>_<shard>.cpp (and RegisterFunctionalization_<shard>.cpp),
-RegisterSchema.cpp and RegisterBackendSelect.cpp; a hand-written file whose name also starts
-with Register is listed apart. The figure draws libtorch_cpu and libtorch_python to scale,
+those, names the others, and picks out the files a code generator wrote: a generated file is
+named after one of the templates the wheel ships with the generators
+(torchgen/packaged/ATen/templates for torchgen, torchgen/packaged/autograd/templates for
+tools/autograd): the template's own name, its stem with a shard number (VariableType.cpp
+writes VariableType_0.cpp to VariableType_4.cpp), or, for RegisterDispatchKey.cpp, a dispatch
+key from torchgen's own list in place of "DispatchKey" (RegisterCPU_0.cpp). A hand-written
+file whose name also starts with Register is listed apart. The figure draws libtorch_cpu and libtorch_python to scale,
 section by section. Linux (ELF) only.
 """
 import collections
@@ -22,6 +25,8 @@ import struct
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import torchgen
+from torchgen.model import DispatchKey
 
 LIB_DIR = os.path.join(os.path.dirname(torch.__file__), "lib")
 SHF_ALLOC, PT_LOAD, R_X86_64_RELATIVE, R_AARCH64_RELATIVE = 0x2, 1, 8, 1027
@@ -112,18 +117,55 @@ cpu_file_mib = cpu_file_bytes / 2**20
 cpu_loaded_mib = cpu_loaded_bytes / 2**20
 cpu_unloaded_mib = cpu_unloaded_bytes / 2**20
 cpu_strtab_mib = cpu_strtab_bytes / 2**20
+no_debug_info = not any(name.startswith(".debug") for name in cpu_secs)   # a release build, as the wheel
 n_static_initializers = n_init
 n_named_initializers = sum(n != "?" for n in init_names)
-GENERATED = re.compile(r"Register\w+_\d+\.cpp|Register(Schema|BackendSelect)\.cpp")  # torchgen/gen.py's names
 constructor_files = [n[len("_GLOBAL__sub_I_"):] for n in init_names if n.startswith("_GLOBAL__sub_I_")]
 n_global_constructors = len(constructor_files)
 other_initializers = collections.Counter(n for n in init_names if not n.startswith("_GLOBAL__sub_I_"))
 other_initializers_text = ", ".join(n if k == 1 else f"{n} (twice)" if k == 2 else f"{n} ({k} times)"
                                     for n, k in other_initializers.items())
-register_files = sorted({f for f in constructor_files if GENERATED.fullmatch(f)})
+
+# Which of those files a code generator wrote: their names follow from the templates the wheel
+# ships (torchgen/packaged/*/templates): the template's own name, or its stem and a shard number
+# (VariableType.cpp -> VariableType_3.cpp), or, for RegisterDispatchKey.cpp and
+# DispatchKeyNativeFunctions.cpp, a dispatch key of torchgen's own list in place of "DispatchKey".
+TEMPLATES = {}
+for generator, folder in (("torchgen", "ATen"), ("tools/autograd", "autograd")):
+    for t in os.listdir(os.path.join(os.path.dirname(torchgen.__file__), "packaged", folder, "templates")):
+        TEMPLATES[t] = generator
+KEYS = {k.name for k in DispatchKey}
+
+
+def written_from(name):
+    """(template, generator) that writes a file of this name, or None."""
+    stem, ext = os.path.splitext(name)
+    for t, generator in TEMPLATES.items():
+        t_stem, t_ext = os.path.splitext(t)
+        if ext == t_ext and (stem == t_stem or re.fullmatch(re.escape(t_stem) + r"_\d+", stem)):
+            return t, generator
+    for t, generator in TEMPLATES.items():
+        t_stem, t_ext = os.path.splitext(t)
+        if ext == t_ext and "DispatchKey" in t_stem:
+            m = re.fullmatch(re.escape(t_stem).replace("DispatchKey", "(\\w+?)") + r"(?:_\d+)?", stem)
+            if m and m.group(1) in KEYS:
+                return t, generator
+    return None
+
+
+generated = {f: written_from(f) for f in set(constructor_files)}
+generated = {f: w for f, w in generated.items() if w}
+n_generated_initializers = len(generated)
+n_by_torchgen = sum(g == "torchgen" for _, g in generated.values())
+n_by_autograd_generators = sum(g == "tools/autograd" for _, g in generated.values())
+register_files = sorted(f for f, (t, _) in generated.items() if t.startswith("Register"))
 n_register_initializers = len(register_files)
+autograd_files = sorted(generated.keys() - set(register_files))
 handwritten_register = sorted({f for f in constructor_files if f.startswith("Register")} - set(register_files))
 handwritten_register_text = ", ".join(handwritten_register) or "none"
+by_template = collections.Counter(t for t, _ in generated.values())
+by_template_text = ", ".join(f"{t} {n}" for t, n in by_template.most_common())
+has_init_function = ".init" in cpu_secs
 python_init = layout["libtorch_python.so"][3][".init_array"][1] // 8
 
 print(f"libtorch_cpu.so: {cpu_file_bytes:,} bytes on disk")
@@ -135,10 +177,11 @@ print(f"  .init_array: {n_static_initializers} start-up functions; named through
       f"{n_named_initializers}")
 print(f"  {n_global_constructors} of them construct a source file's global objects (_GLOBAL__sub_I_<file>);"
       f" the others: {other_initializers_text}")
-print(f"  {n_register_initializers} of those files are written by the code generator, e.g.:")
-for f in register_files[:6]:
-    print(f"    _GLOBAL__sub_I_{f}")
-print(f"  and hand-written, with a name starting Register: {handwritten_register_text}")
+print(f"  {n_generated_initializers} of those files were written by a code generator (named after one of "
+      f"the templates it ships): {n_by_torchgen} by torchgen, {n_by_autograd_generators} by tools/autograd; "
+      f"per template: {by_template_text}")
+print(f"  hand-written, with a name starting Register: {handwritten_register_text}")
+print(f"  before .init_array the loader runs .init (DT_INIT): {has_init_function}")
 print(f"libtorch_python.so: .init_array holds {python_init} start-up functions")
 
 fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
@@ -155,5 +198,5 @@ ax.invert_yaxis()
 ax.set_xlabel("MiB on disk, to scale")
 ax.set_xlim(0, cpu_file_mib * 1.12)
 ax.legend(fontsize=8, loc="lower right", frameon=False)
-ax.set_title("libtorch_cpu and libtorch_python to scale, by section (hatched: never mapped)")
+ax.set_title("The two big libraries to scale, by section (hatched: never mapped)", fontsize=10)
 plt.show()

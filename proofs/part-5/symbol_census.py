@@ -6,18 +6,18 @@ nm): a symbol with a section index is defined there (exported), one without is u
 (imported from another library). Mangled C++ names (Itanium ABI, `_ZN2at...`) are sorted by
 their first namespace, read from the mangled text itself; plain C names by prefix. Then it
 resolves libtorch_python's imports against the other two libraries' exports: the width of the
-boundary, counted in functions. Last, it looks up where a few named pieces of the call path
-live. Whether the build has MKL is torch.backends.mkl.is_available(): the x86-64 wheels do,
+boundary, counted in functions. Last, it looks up, in the exports of every library in
+torch/lib, where a few named pieces of the call path live. Whether the build has MKL is torch.backends.mkl.is_available(): the x86-64 wheels do,
 the Linux aarch64 ones do not (there MKL's names are simply absent, and the script says so).
 Linux (ELF) only.
 """
+import glob
 import mmap
 import os
 import re
 import struct
 from collections import Counter
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -109,6 +109,7 @@ n_from_cpu_jit = from_cpu_by_ns["torch::jit"]
 n_python_imports_py = sum(n.startswith(("Py", "_Py")) for n in imports)
 
 has_mkl = torch.backends.mkl.is_available()
+mkl_text = "has MKL" if has_mkl else "has no MKL"
 mkl_file_shipped = any("mkl" in name.lower() for name in os.listdir(LIB_DIR))
 mkl_linked_in = has_mkl and n_mkl_exports > 0 and not mkl_file_shipped
 
@@ -122,9 +123,12 @@ PIECES = {  # a piece of the call path -> the start of its mangled (or C) name
 }
 if has_mkl:
     PIECES["mkl_blas_sgemm (MKL's float matrix product)"] = "mkl_blas_sgemm"
+every_library = {os.path.basename(p): {n for n, defined in dynamic_symbols(p) if defined}
+                 for p in sorted(glob.glob(os.path.join(LIB_DIR, "*.so*")))}   # all of torch/lib
 where = {}
 for piece, prefix in PIECES.items():
-    where[piece] = [lib for lib, names in exports.items() if any(n.startswith(prefix) for n in names)]
+    where[piece] = [lib for lib, names in every_library.items() if any(n.startswith(prefix) for n in names)]
+n_libraries_searched = len(every_library)
 pieces_found = all(len(libs_) == 1 for libs_ in where.values())
 
 print(f"exported (defined) names in .dynsym: libtorch_cpu {n_cpu_exports:,}, "
@@ -138,31 +142,6 @@ print(f"libtorch_python imports {n_python_imports:,} names: {n_from_cpu:,} from 
       f"({n_python_imports_py:,} of those are Python's own C API, Py*)")
 print(f"this build has MKL (torch.backends.mkl.is_available()): {has_mkl}; linked into libtorch_cpu, "
       f"no MKL file of its own in torch/lib: {mkl_linked_in}")
-print("where named pieces are defined:")
+print(f"where named pieces are defined (searched: the {n_libraries_searched} libraries in torch/lib):")
 for piece, found in where.items():
     print(f"  {piece:54s}{', '.join(found) or 'not found'}")
-
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.8), width_ratios=[5, 4], layout="constrained")
-cats = cpu_categories.most_common()
-ax1.barh([c for c, _ in cats], [n for _, n in cats], color="C0")
-for i, (_, n) in enumerate(cats):
-    ax1.text(n, i, f" {n:,}", va="center", fontsize=8)
-ax1.invert_yaxis()
-ax1.set_xlim(0, max(n for _, n in cats) * 1.25)
-ax1.tick_params(axis="y", labelsize=8)
-ax1.set_xlabel("names libtorch_cpu exports")
-ax1.locator_params(axis="x", nbins=4)
-rows = [("libtorch_cpu: at::", n_from_cpu_aten), ("libtorch_cpu: autograd", n_from_cpu_autograd),
-        ("libtorch_cpu: jit", n_from_cpu_jit),
-        ("libtorch_cpu: other", n_from_cpu - n_from_cpu_aten - n_from_cpu_autograd - n_from_cpu_jit),
-        ("libc10", n_from_c10), ("Python, C++ runtime, libc", n_from_elsewhere)]
-ax2.barh([r for r, _ in rows], [n for _, n in rows], color=["C1"] * 4 + ["C2", "C7"])
-for i, (_, n) in enumerate(rows):
-    ax2.text(n, i, f" {n:,}", va="center", fontsize=8)
-ax2.invert_yaxis()
-ax2.set_xlim(0, max(n for _, n in rows) * 1.3)
-ax2.tick_params(axis="y", labelsize=8)
-ax2.set_xlabel("names libtorch_python imports")
-ax2.locator_params(axis="x", nbins=3)
-fig.suptitle("What libtorch_cpu exports, and what the bindings in libtorch_python call")
-plt.show()
