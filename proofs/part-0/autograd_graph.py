@@ -117,7 +117,7 @@ for node, var in leaf_of.items():
     pos[var] = (0.3, pos[node][1])
 pos[y] = (max_depth + 2, 0)
 
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 box = dict(boxstyle="round,pad=0.4", fc=to_rgba("C0", 0.15), ec="C0")
 leaf_box = dict(boxstyle="round,pad=0.4", fc=to_rgba("C1", 0.15), ec="C1")
 label = {}  # graph object -> its Text, so arrows can stop at the box edges

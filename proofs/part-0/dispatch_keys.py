@@ -1,14 +1,14 @@
-"""Each tensor carries a set of dispatch keys; autograd, vmap, conj and autocast are keys too.
+"""Every tensor carries a set of dispatch keys: features such as autograd, vmap and conjugation are keys.
 
-Reads the key set of eight tensors with the private torch._C._dispatch_keys, then the
-thread-local include/exclude sets: torch.autocast switches a key on by taking it out of the
-exclude set, inference_mode changes both sets, and no_grad changes neither (it sets a
-thread-local grad-mode flag, c10/core/GradMode.h). The dispatcher runs the highest-priority
-key of ((tensor keys | TLS include) - TLS exclude) & the operator's non-fallthrough keys
-(aten/src/ATen/core/dispatch/DispatchKeyExtractor.h); the private
-torch._C._dispatch_dump_table shows which keys of aten::add and aten::add_ are fallthroughs.
-The figure orders keys by priority. The private APIs are used as they are: if a later torch
-moves them, this script fails rather than print something else.
+Reads the key set of eight tensors with the private torch._C._dispatch_keys and the
+thread-local include and exclude sets, then applies the dispatcher's rule to a + b: the
+highest-priority key of ((tensor keys | include) - exclude) & the operator's non-fallthrough
+keys (aten/src/ATen/core/dispatch/DispatchKeyExtractor.h), where the private
+torch._C._dispatch_dump_table says which of aten::add's keys are fallthroughs. What the rule
+says ran is then observed where it leaves a trace: the in-place add bumps the version counter
+(ADInplaceOrView's kernel), an input that requires grad gets its result a grad_fn (the autograd
+kernel). The figure orders keys by priority. The private APIs are used as they are: if a later
+torch moves them, this script fails rather than print something else.
 """
 import torch
 import matplotlib.pyplot as plt
@@ -69,68 +69,50 @@ def build_zoo():
     return zoo
 
 
-def autocast_demo():
-    """Exclude set and mm's output dtype inside torch.autocast('cpu', bfloat16)."""
-    a, b = torch.randn(8, 8), torch.randn(8, 8)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        _, exclude = tls_sets()
-        out = torch.mm(a, b)
-    return exclude, str(out.dtype)
-
-
 zoo = build_zoo()
 include_default, exclude_default = tls_sets()
-exclude_autocast, autocast_dtype = autocast_demo()
 n_tensors = len(zoo)
-with torch.no_grad():
-    no_grad_changes_tls = tls_sets() != (include_default, exclude_default)
-with torch.inference_mode():
-    include_inference, exclude_inference = tls_sets()
-inference_mode_changes_tls = (include_inference, exclude_inference) != (include_default, exclude_default)
-inference_include = ", ".join(names(include_inference))
-inference_excludes_autograd = "AutogradOther" in names(exclude_inference)
-
-# Which kernels run for a + b and a.add_(b) on plain CPU tensors, after the fallthrough mask.
 plain = zoo["plain CPU float"][0]
+plain_by_priority = ", ".join(reversed(names(plain)))  # highest priority first, as dispatch tries them
+include_by_priority = ", ".join(reversed(names(include_default)))
+n_excluded_default = len(names(exclude_default))
+excluded_all_autocast = all(k.startswith("Autocast") for k in names(exclude_default))
+grad_same_as_plain = zoo["requires_grad=True"][0] == plain
+
+# The rule applied to aten::add's table: which kernels a + b and a.add_(b) reach on plain tensors.
+live_for_add = set(names(plain | include_default)) - set(names(exclude_default))
+add_fallthroughs = ", ".join(k for k in reversed(names(plain | include_default))
+                             if k in live_for_add and k in fallthrough_keys("aten::add.Tensor"))
 add_runs = ", ".join(kernels_run("aten::add.Tensor", plain, include_default, exclude_default))
 add_inplace_runs = ", ".join(kernels_run("aten::add_.Tensor", plain, include_default, exclude_default))
-live_for_add = set(names(plain | include_default)) - set(names(exclude_default))
-add_fallthroughs = ", ".join(sorted(fallthrough_keys("aten::add.Tensor") & live_for_add))  # what the mask drops
-plain_keys = str(zoo["plain CPU float"][0])
-grad_same_as_plain = zoo["requires_grad=True"][0] == zoo["plain CPU float"][0]
-inference_keys = str(zoo["made in inference_mode"][0])
-meta_keys = str(zoo["meta (no data)"][0])
-sparse_keys = str(zoo["sparse COO"][0])
-vmap_keys = str(zoo["inside vmap"][0])
-tls_include = str(include_default)
-n_plain_keys = len(names(zoo["plain CPU float"][0]))
-# the same sets as prose, highest priority first (the order the dispatcher tries them)
-plain_by_priority = ", ".join(reversed(names(zoo["plain CPU float"][0])))
-inference_by_priority = ", ".join(reversed(names(zoo["made in inference_mode"][0])))
-n_excluded_default = len(names(exclude_default))
-n_excluded_autocast = len(names(exclude_autocast))
-autocast_cpu_left_exclude = ("AutocastCPU" in names(exclude_default)
-                             and "AutocastCPU" not in names(exclude_autocast))
+
+# What those kernels leave behind, observed. ADInplaceOrView's kernel for add_ bumps the
+# version counter (the private _version); the autograd kernel records a node (grad_fn) when an
+# input requires grad.
+a, b = torch.randn(4), torch.randn(4)
+version_before = a._version
+c = a + b
+plus_bumped_version = a._version != version_before or c._version != 0
+a.add_(b)
+inplace_bumped_version = a._version == version_before + 1
+g = torch.randn(4, requires_grad=True)
+autograd_recorded = (g + b).grad_fn is not None and c.grad_fn is None
 
 print(f"torch {torch.__version__}; key sets via private torch._C._dispatch_keys,")
-print("each listed lowest priority first")
+print("each listed highest priority first (the order the dispatcher tries them)")
 for label, (ks, _) in zoo.items():
-    print(f"  {label:23s} {', '.join(names(ks))}")
+    print(f"  {label:23s} {', '.join(reversed(names(ks)))}")
 print(f"requires_grad changes the key set: {not grad_same_as_plain}"
-      " (autograd key is on every normal tensor)")
-print(f"TLS include (always added):  {', '.join(names(include_default))}")
-kinds = sorted({"Autocast*" if k.startswith("Autocast") else k
-                for k in names(exclude_default)})
-print(f"TLS exclude (always removed): {n_excluded_default} keys: {', '.join(kinds)}")
-print(f"inside autocast: {n_excluded_autocast} excluded; AutocastCPU left the exclude set:"
-      f" {autocast_cpu_left_exclude}")
-print(f"torch.mm of two float32 tensors inside autocast returns {autocast_dtype}")
-print(f"no_grad changes the TLS sets: {no_grad_changes_tls} (it flips a grad-mode flag instead)")
-print(f"inference_mode changes the TLS sets: {inference_mode_changes_tls}: include {inference_include};")
-print(f"  exclude adds the autograd keys: {inference_excludes_autograd}")
-print(f"keys of a + b whose aten::add kernel is a fallthrough (the mask drops them): {add_fallthroughs}")
-print(f"kernels that run for a + b:      {add_runs}")
-print(f"kernels that run for a.add_(b):  {add_inplace_runs}")
+      " (the autograd key is on every ordinary tensor)")
+print(f"thread-local include set (always added):   {include_by_priority}")
+print(f"thread-local exclude set (always removed): {n_excluded_default} keys, all Autocast*: "
+      f"{excluded_all_autocast}")
+print(f"a + b on plain tensors: the mask drops the fallthroughs {add_fallthroughs};")
+print(f"  kernels reached, in order: {add_runs}")
+print(f"a.add_(b): kernels reached, in order: {add_inplace_runs}")
+print(f"a + b bumped a version counter: {plus_bumped_version}; "
+      f"a.add_(b) bumped a's (ADInplaceOrView ran): {inplace_bumped_version}")
+print(f"with an input that requires grad, a + b recorded a node (AutogradCPU ran): {autograd_recorded}")
 
 # One set holding every key seen: its string lists keys in priority order (lowest first).
 seen = {k for ks, _ in zoo.values() for k in names(ks)}
@@ -142,7 +124,7 @@ columns = [k for k in reversed(names(union)) if k in seen]  # highest priority f
 print(f"{len(columns)} distinct keys; highest priority {columns[0]}, lowest {columns[-1]}")
 n_distinct_keys = len(columns)
 
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 4.0), layout="constrained")
 add_skips = fallthrough_keys("aten::add.Tensor")
 for row, (ks, exclude) in enumerate(zoo.values()):
     masked = set(names(exclude))
@@ -163,7 +145,7 @@ fig.legend(handles=[Patch(facecolor="C0", edgecolor="C0", label="in the tensor's
                     Patch(facecolor="none", edgecolor="C0", linestyle=":", linewidth=1.5,
                           label="in the set, a fallthrough for aten::add"),
                     Patch(facecolor="none", edgecolor="C1", hatch="///",
-                          label="masked by the TLS exclude set")],
+                          label="removed by the thread-local exclude set")],
            loc="outside lower center", ncols=3, fontsize=9)
 ax.set_title("Which dispatch keys each tensor carries")
 plt.show()

@@ -1,13 +1,19 @@
-"""Allocating CPU memory is nearly free; the first write pays for it, and del gives it back.
+"""Allocating CPU memory is nearly free; the first write pays for the pages, and del gives them back.
 
 torch.empty(100M floats) only reserves 400 MB of address space: the operating system
 maps a page when it is first written. The CPU allocator (c10/core/CPUAllocator.cpp) gets the
 block from c10::alloc_cpu (posix_memalign, c10/core/impl/alloc_cpu.cpp) and gives it to free()
-when the last reference to the storage dies; nothing is cached. The proof times empty() and the first fill_(),
-reads the process's resident memory (RSS) at each step, then deletes the tensor.
-Timings are the minimum of 3 rounds (allocate, fill, fill again, delete); RSS is from
-the last round. Threads are left at torch's default.
+when the last reference to the storage dies; PyTorch caches nothing. The proof times empty()
+and the first fill_(), reads the process's resident memory (RSS) at each step, then deletes
+the tensor. Timings are the minimum of 3 rounds (allocate, fill, fill again, delete), with no
+warm-up on purpose: every round must pay for its pages; RSS is from the last round. Threads
+are left at torch's default. RSS comes from /proc/self/status (Linux) or psutil if installed;
+without either, the RSS values are NaN and rss_readable is False. That the block goes back to
+the operating system on free() is glibc's doing (a block this big comes from mmap): another
+allocator preloaded (jemalloc, tcmalloc) may keep it, and glibc_malloc is then False.
 """
+import os
+import platform
 import time
 
 import torch
@@ -47,9 +53,11 @@ for _ in range(ROUNDS):
     t0 = time.perf_counter_ns()
     x.fill_(2.0)  # same write again, pages already mapped
     refill_times.append((time.perf_counter_ns() - t0) / 1e6)
+    rss_refilled = rss_mib()
     del x  # the last reference: the storage dies and its memory goes to free(); glibc hands
     #        a block this big (it came from mmap) straight back to the OS
     rss_after = rss_mib()
+    rss_steps = [rss_before, rss_empty, rss_filled, rss_refilled, rss_after]  # last round: the figure
 
 empty_us = min(empty_times)
 fill_ms = min(fill_times)
@@ -60,13 +68,22 @@ print(f"{N:,} float32 ({tensor_mib:.0f} MiB), min of {ROUNDS} rounds, "
 print(f"torch.empty(N)        {empty_us:9.0f} µs")
 print(f"x.fill_(1.0) (first)  {fill_ms:9.1f} ms   <- pays for the pages")
 print(f"x.fill_(2.0) (again)  {refill_ms:9.1f} ms   <- the write itself")
-if rss_before is None:
+print(f"the first write took {fill_ms / refill_ms:.1f}x as long as the second")
+fill_vs_refill = fill_ms / refill_ms
+rss_readable = rss_before is not None
+preloaded = os.environ.get("LD_PRELOAD", "")
+glibc_malloc = platform.libc_ver()[0] == "glibc" and not any(
+    name in preloaded for name in ("jemalloc", "tcmalloc", "mimalloc"))
+if not rss_readable:
     rss_before_mib = rss_empty_mib = rss_filled_mib = rss_after_mib = float("nan")
+    rss_rise_mib = rss_empty_rise_mib = float("nan")
     returned = False
     print("RSS: not readable on this platform (no /proc, no psutil); skipped")
 else:
     rss_before_mib, rss_empty_mib = rss_before, rss_empty
     rss_filled_mib, rss_after_mib = rss_filled, rss_after
+    rss_rise_mib = rss_filled_mib - rss_before_mib        # what the first write added
+    rss_empty_rise_mib = rss_empty_mib - rss_before_mib   # what empty() added
     # Returned: after del, RSS is back within 10 % of the tensor's size of where it began.
     returned = rss_after_mib - rss_before_mib < 0.1 * tensor_mib
     print(f"RSS (MiB): before {rss_before_mib:.0f} | after empty {rss_empty_mib:.0f} | "
@@ -92,3 +109,24 @@ if torch.cuda.is_available():
 else:
     print("CUDA branch skipped (no GPU). There, del keeps the block in the caching")
     print("allocator: memory_allocated() drops, memory_reserved() stays until empty_cache().")
+
+if rss_readable:
+    import matplotlib.pyplot as plt
+
+    labels = ["before", "torch.empty", "first fill_", "second fill_", "del"]
+    fig, ax = plt.subplots(figsize=(8, 3.0), layout="constrained")
+    ax.step(range(len(labels)), rss_steps, where="mid", color="C0", linewidth=2)
+    ax.plot(range(len(labels)), rss_steps, "o", color="C0")
+    notes = ["", f"{empty_us:,.0f} µs", f"{fill_ms:,.0f} ms", f"{refill_ms:,.0f} ms", ""]
+    for k, (value, note) in enumerate(zip(rss_steps, notes)):
+        if note:
+            ax.annotate(note, (k, value), textcoords="offset points", xytext=(0, 8), ha="center",
+                        fontsize=9)
+    ax.axhline(rss_before_mib + tensor_mib, color="C7", linestyle=":", linewidth=1)
+    ax.text(0, rss_before_mib + tensor_mib, f" + the tensor's {tensor_mib:.0f} MiB", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylim(0, (rss_before_mib + tensor_mib) * 1.25)
+    ax.set_ylabel("resident memory (MiB)")
+    ax.set_title("100M floats: allocated, written twice, deleted (time of each step above it)",
+                 fontsize=10)
+    plt.show()

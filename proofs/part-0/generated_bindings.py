@@ -1,7 +1,11 @@
 """Python imports only a tiny stub; the real bindings are generated C++ inside libtorch_python.
 
-Method: read the installed files' bytes (mmap), no external tools: the stub names the library it
-links to, and libtorch_python holds the argument-parser signature strings and the wrapper names.
+Method: read the installed files' bytes (mmap), no external tools: the stub names the torch
+library it links to, and libtorch_python holds the argument-parser signature strings and the
+wrapper names. Then reads the generator that writes the wrappers, as the package ships it
+(torchgen/packaged/autograd/, a copy of the repository's tools/autograd/): the name
+THPVariable_randn is in none of its files or templates, the generator makes every wrapper's
+name from the operator's (get_pycname), and randn is declared in native_functions.yaml.
 """
 import glob
 import mmap
@@ -65,13 +69,26 @@ def readable(symbol):
 
 
 def read_stub(path):
-    """The name of the torch_python library the stub links to, and whether it names its
-    entry point PyInit__C and the function initModule it calls."""
+    """The torch libraries the stub's bytes name, and whether it names its entry point
+    PyInit__C and the function initModule it calls."""
     with open(path, "rb") as f:
         data = f.read()
-    linked = re.search(rb"[A-Za-z0-9_@/.]*torch_python[A-Za-z0-9_.]*", data)
-    name = linked.group().decode() if linked else ""
-    return name, b"PyInit__C" in data and b"initModule" in data
+    names = sorted({m.decode() for m in re.findall(rb"lib\w*torch\w*\.(?:so|dylib)", data)}
+                   | {m.decode() for m in re.findall(rb"\btorch\w*\.dll", data)})
+    return names, b"PyInit__C" in data and b"initModule" in data
+
+
+def read_generator():
+    """What the shipped generator says about THPVariable_randn: (files read, files naming it,
+    the line that makes every wrapper's name, whether the YAML declares randn)."""
+    folder = os.path.join(os.path.dirname(TORCH_DIR), "torchgen", "packaged")
+    files = glob.glob(os.path.join(folder, "autograd", "**", "*.*"), recursive=True)
+    files = [f for f in files if "__pycache__" not in f]
+    naming = [f for f in files if b"THPVariable_randn" in open(f, "rb").read()]
+    source = open(os.path.join(folder, "autograd", "gen_python_functions.py"), encoding="utf-8").read()
+    maker = next(line.strip() for line in source.splitlines() if 'f"THPVariable_{' in line)
+    yaml = open(os.path.join(folder, "ATen", "native", "native_functions.yaml"), encoding="utf-8").read()
+    return len(files), len(naming), maker, "\n- func: randn(" in yaml
 
 
 def scan_python_lib(path):
@@ -108,11 +125,12 @@ def arrow(ax, start, end, text, dashed=False, offset=(0, 0.12)):
 # 1. The extension module Python imports is a stub of a few KiB.
 stub_path = torch._C.__file__
 stub_bytes = os.path.getsize(stub_path)
-linked_name, stub_has_init = read_stub(stub_path)
-links_python_lib = bool(linked_name)
+stub_torch_libs, stub_has_init = read_stub(stub_path)
+n_stub_torch_libs = len(stub_torch_libs)
+linked_name = stub_torch_libs[0] if stub_torch_libs else ""
+links_python_lib = n_stub_torch_libs == 1 and "torch_python" in linked_name
 print(f"{shown(stub_path)}: {stub_bytes:,} bytes")
-if links_python_lib:
-    print(f"  its bytes name the library it needs: {linked_name}")
+print(f"  the torch libraries its bytes name: {', '.join(stub_torch_libs) or 'none'}")
 print(f"  names PyInit__C (its entry point) and initModule (in that library): {stub_has_init}")
 
 # 2. Inside libtorch_python: the generated parser signature and wrapper for torch.randn.
@@ -142,9 +160,17 @@ print(f"torch.randn.__text_signature__ is None: {text_signature_is_none}; "
       f"type(torch.randn) is {type(torch.randn).__name__}")
 init_py_bytes = os.path.getsize(os.path.join(TORCH_DIR, "__init__.py"))
 
-# 4. Diagram of the boundary, annotated with the sizes measured above.
+# 4. The generator, as the package ships it: no file names THPVariable_randn; one line makes it.
+generator_files, generator_files_naming_it, name_maker, yaml_declares_randn = read_generator()
+randn_only_generated = generator_files > 0 and generator_files_naming_it == 0 and yaml_declares_randn
+print(f"the generator and its templates (torchgen/packaged/autograd/, {generator_files} files): "
+      f"{generator_files_naming_it} of them name THPVariable_randn")
+print(f"  the line that makes every wrapper's name: {name_maker}")
+print(f"  native_functions.yaml declares randn: {yaml_declares_randn}")
+
+# 5. Diagram of the boundary, annotated with the sizes measured above.
 parser_text = randn_signature.split(",")[0] + ", ...)" if signature_found else "randn(...)"
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 box(ax, 0.2, 4.5, 4.2, 1.0, "your code\nx = torch.randn(2, 3)", "C0")
 box(ax, 0.2, 2.7, 4.2, 1.1, f"torch/__init__.py ({init_py_bytes / 1024:.0f} KiB of Python)\n"
     "torch.randn = _C._VariableFunctions.randn", "C0")

@@ -1,16 +1,21 @@
 """torch releases the GIL below the boundary: threads run matmuls in parallel, not Python loops.
 
-Method: torch.set_num_threads(1) in every thread (the setting is per thread), so each matmul
-uses one core and any speed-up comes from the two Python threads. Each job runs twice, one after the other or in two threads at once; the
-two ways take turns, 7 times each, and each way keeps its minimum (time.perf_counter), after
-one warm-up round. Where the process may use two cores or more, each thread pins itself to a
-core of its own (os.sched_setaffinity, Linux), so the two never queue on one core. Two threads
-can only compute at once on cores nobody else is using, so while the matmuls are timed the proof
-also measures the CPU time every other program on the machine took (from /proc/stat, Linux;
-elsewhere it assumes none) and reports the cores left free: on one free core the threads can only
-take turns, whatever the GIL does.
+Method: torch.set_num_threads(1) in every thread (the count is stored for the process but picked
+up by each thread on its own, so every thread sets it), so each matmul uses one core and any
+speed-up comes from the two Python threads. Each job runs twice, one after the other or in two
+threads at once; the two ways take turns, 7 times each, and each way keeps its minimum
+(time.perf_counter), after one warm-up round. Where the process may use two cores or more, each
+thread pins itself to a core of its own (os.sched_setaffinity, Linux), so the two never queue on
+one core. Two threads can only compute at once on cores nobody else is using, so while the
+matmuls are timed the proof also measures the CPU time every other program on the machine took
+(from /proc/stat, Linux; elsewhere it assumes none) and reports the cores left free: on one free
+core the threads can only take turns, whatever the GIL does, so the contrast between the two
+jobs needs two free cores, and two that are not hyperthreads of one physical core, which share its
+vector units (Linux's sysfs says which are; two_free_cores). It also needs a Python with a GIL: a free-threaded
+build runs the Python loops in parallel too (gil_enabled).
 """
 import os
+import sys
 import threading
 import time
 
@@ -31,9 +36,29 @@ else:
 cores_available = len(CORES)
 
 
+def smt_siblings(cpu):
+    """The logical CPUs that share a physical core with `cpu` (Linux sysfs); None elsewhere."""
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+# The two threads run on the first two cores; two hyperthreads of one physical core share its
+# vector units, so there two matmul threads cannot do twice the work.
+siblings = smt_siblings(CORES[0]) if cores_available >= 2 else None
+separate_physical_cores = cores_available >= 2 and (siblings is None or CORES[1] not in siblings)
+
+
 def pinned(job, core=None):
     """`job` on one torch thread, and on one core of its own when the process may use two or
-    more (Linux). torch's thread count is per thread: a new thread must set it again."""
+    more (Linux). Each thread sets torch's thread count itself, to be sure it is 1."""
     def run():
         torch.set_num_threads(1)
         if core is not None and cores_available >= 2 and hasattr(os, "sched_setaffinity"):
@@ -111,6 +136,9 @@ matmul_speedup = matmul_seq_ms / matmul_thr_ms
 python_speedup = python_seq_ms / python_thr_ms
 # What two threads can gain at most: one core's worth per free core, two cores' worth at most.
 usable_cores = max(1.0, min(2.0, free_cores))
+two_free_cores = free_cores >= 1.5 and separate_physical_cores
+gil_enabled = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+matmul_vs_python = matmul_speedup / python_speedup
 
 print(f"{cores_available} CPU cores available, torch intra-op threads: {torch.get_num_threads()}")
 print(f"cores left free by other programs while the matmuls were timed: {free_cores:.1f}")
@@ -122,4 +150,5 @@ print(f"  Python loop, {PY_STEPS:,} steps per job: {python_seq_ms:5.0f} ms vs "
 print("The matmul releases the GIL inside C++, so both threads compute at once;")
 print("the Python loop holds the GIL, so its threads only take turns.")
 print(f"With {free_cores:.1f} free cores, two threads can gain at most {usable_cores:.1f}x here, "
-      "whatever the GIL does.")
+      "whatever the GIL does; the contrast between the jobs needs two free cores and a Python "
+      "with a GIL.")

@@ -1,7 +1,9 @@
-"""Which machine, software and device produced the numbers on these pages.
+"""Which machine, software and device produced the numbers on these pages, as a proof reads them.
 
 Every timing on the site depends on the processor, its vector units, the thread count
-and the torch build; this stamp records them for the build that ran the proofs.
+and the torch build; this stamp records them for the build that ran the proofs. The CPU's
+vector features come from /proc/cpuinfo (Linux; elsewhere "unknown"), the BLAS library and the
+kernels' vector level from torch itself.
 """
 import os
 import platform
@@ -51,8 +53,26 @@ threads = torch.get_num_threads()
 cpu_capability = torch.backends.cpu.get_cpu_capability()
 arch = platform.machine()
 
+
+def vector_features():
+    """The x86 vector features the pages mention, as /proc/cpuinfo lists them."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    if flags is None:
+        return "unknown"
+    wanted = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16"]
+    return ", ".join(w for w in wanted if w in flags) or "none of " + ", ".join(wanted)
+
+
+cpu_features = vector_features()
+blas = "MKL" if torch.backends.mkl.is_available() else "another BLAS (see torch.__config__.show())"
+
 rows = [("machine", machine), ("architecture", arch), ("logical cores", cores),
         ("OS", os_name), ("Python", python), ("torch", torch_version),
-        ("device", device), ("intra-op threads", threads), ("CPU kernels", cpu_capability)]
+        ("device", device), ("intra-op threads", threads), ("CPU kernels", cpu_capability),
+        ("CPU features", cpu_features), ("BLAS", blas)]
 for key, value in rows:
     print(f"{key:<17}{value}")

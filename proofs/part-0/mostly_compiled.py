@@ -2,6 +2,8 @@
 
 Method: walk the installed torch package and add up file sizes on disk (os.path.getsize).
 Shared libraries are the .so / .dylib / .dll / .pyd files; Python source is every .py file.
+Compiled code is not all PyTorch's own: where torch.__config__.show() names MKL and the
+package holds no MKL library of its own, MKL was linked into libtorch_cpu (mkl_linked_in).
 """
 import os
 
@@ -54,9 +56,6 @@ compiled_bytes = sum(libs.values())
 
 # Values the page cites.
 stub_kib = stub_bytes / 1024
-# Quoted, not measured: the stub's size the original article published for macOS (torch 2.11).
-article_stub_kb = 49
-stub_vs_article = article_stub_kb * 1000 / stub_bytes  # how many of our stubs fit in theirs
 cpu_lib_mib = cpu_lib_bytes / MIB
 python_lib_mib = python_lib_bytes / MIB
 compiled_mib = compiled_bytes / MIB
@@ -64,6 +63,11 @@ n_compiled_files = len(libs)
 py_mib = py_bytes / MIB
 stub_fraction = stub_bytes / compiled_bytes
 randn_type = type(torch.randn).__name__
+config = torch.__config__.show()
+mkl_linked_in = "Math Kernel Library" in config and not any("mkl" in os.path.basename(p).lower()
+                                                            for p in libs)
+onednn_in_build = "MKL-DNN" in config or "oneDNN" in config
+py_share = py_bytes / compiled_bytes
 
 print(f"torch {torch.__version__}: what Python imports as torch._C is")
 print(f"  {shown(stub_path)}  {stub_bytes:,} bytes ({stub_kib:.1f} KiB)")
@@ -77,9 +81,10 @@ for stem in core + others:
         print(f"  {shown(path):30s} {libs[path] / MIB:10.2f} MiB")
 print(f"All {n_compiled_files} shared libraries in the package: {compiled_mib:.0f} MiB")
 print(f"All {py_files:,} .py files in the package:       {py_mib:.0f} MiB")
-print(f"The stub is 1 byte in every {1 / stub_fraction:,.0f} of compiled code.")
-print(f"(The original article published a {article_stub_kb} KB stub on macOS, "
-      f"{stub_vs_article:.1f}x this one: same job, another platform.)")
+print(f"The stub is 1 byte in every {1 / stub_fraction:,.0f} of compiled code; the .py files "
+      f"weigh {py_share:.0%} of it.")
+print(f"MKL linked into libtorch_cpu (named by torch.__config__, no libmkl file): {mkl_linked_in}; "
+      f"oneDNN in the build: {onednn_in_build}")
 print(f"type(torch.randn).__name__ = {randn_type!r}: a function written in C++, not Python")
 if "torch_cuda" not in in_lib:
     print("This is a CPU-only build; a CUDA build adds libtorch_cuda and its GPU kernels.")
@@ -87,7 +92,7 @@ if "torch_cuda" not in in_lib:
 # Draw the files to scale: each square's area is proportional to its size in bytes.
 cuda_lib_bytes = libs.get(in_lib.get("torch_cuda"), 0)
 other_bytes = compiled_bytes - cpu_lib_bytes - cuda_lib_bytes - python_lib_bytes - stub_bytes
-parts = [("libtorch_cpu\n(operators, kernels)", cpu_lib_bytes, "C0")]
+parts = [("libtorch_cpu\n(ATen, autograd,\nlinked-in math libraries)", cpu_lib_bytes, "C0")]
 if cuda_lib_bytes:
     parts.append(("libtorch_cuda\n(GPU kernels)", cuda_lib_bytes, "C5"))
 parts += [
@@ -96,12 +101,12 @@ parts += [
     (f"other compiled\n({n_compiled_files - len(parts) - 2} files)", other_bytes, "C4"),
     ("torch._C stub\n(what Python\nimports)", stub_bytes, "C3"),
 ]
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
 scale = 1 / max(size for _, size, _ in parts) ** 0.5     # the biggest square has side 1
 x, gap = 0.0, 0.12
 for label, size, colour in parts:
     side = size ** 0.5 * scale
-    width = max(side, 0.3)               # small squares get room for their label
+    width = max(side, 0.55)              # small squares get room for their label
     centre = x + width / 2
     ax.add_patch(Rectangle((centre - side / 2, 0), side, side, color=colour))
     mib = size / MIB

@@ -1,4 +1,4 @@
-"""The installed torch package is a small Python codebase standing on a large native core.
+"""The installed torch package, region by region: a large Python codebase on a far larger compiled core.
 
 Walks the torch package directory (skipping __pycache__, which depends on what ran
 here) and groups every file by its top-level folder ("region"): files and bytes per
@@ -32,7 +32,7 @@ def kind_of(name):
 
 def survey(root):
     """Per-region counters for every file under `root` (symlinks and __pycache__ skipped)."""
-    c = {key: Counter() for key in ("files", "size", "py_files", "py_lines", "include_parts")}
+    c = {key: Counter() for key in ("files", "size", "py_files", "py_bytes", "py_lines", "include_parts")}
     c["kind_bytes"] = defaultdict(Counter)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
@@ -48,6 +48,7 @@ def survey(root):
             c["kind_bytes"][region][kind_of(name)] += nbytes
             if name.endswith(".py"):
                 c["py_files"][region] += 1
+                c["py_bytes"][region] += nbytes
                 with open(path, "rb") as f:
                     c["py_lines"][region] += f.read().count(b"\n")
             if region == "include":  # bytes by first folder below include/
@@ -91,7 +92,7 @@ lib_mib = size["lib"] / 2**20
 include_files = files["include"]
 include_mib = size["include"] / 2**20
 biggest_py_region = f"torch/{max(py_lines, key=py_lines.get)}"
-py_mib = sum(k["Python"] for k in kind_bytes.values()) / 2**20
+py_mib = sum(counts["py_bytes"].values()) / 2**20   # .py files only, as mostly_compiled.py counts them
 native_mib = sum(k["shared libraries"] for k in kind_bytes.values()) / 2**20
 rest_mib = total_mib - lib_mib  # every other region together
 most_files_region = max(files, key=files.get)
@@ -115,11 +116,11 @@ print(f"C++ sources are not shipped: torch/csrc/ has {files['csrc']} file(s); "
       f"include/torch/csrc/ has {csrc_headers:,} headers")
 print(f"include/ATen/ops: {n_generated_op_headers:,} headers marked @generated")
 
-# Figure: every region of at least 1 MiB as a bar, log scale, coloured by main content.
+# Figure: the twelve biggest regions as bars, log scale, coloured by main content.
 KIND_COLOUR = {"Python": "C0", "shared libraries": "C1", "C/C++ headers": "C2",
                "other (binaries, data)": "C4"}
-shown = [(r, b) for r, b in size.most_common() if b >= 2**20][::-1]
-fig, ax = plt.subplots(figsize=(8, 5))
+shown = [(r, b) for r, b in size.most_common(12)][::-1]   # the twelve biggest regions
+fig, ax = plt.subplots(figsize=(8, 3.8))
 for y, (region, nbytes) in enumerate(shown):
     kind = kind_bytes[region].most_common(1)[0][0]
     ax.barh(y, nbytes / 2**20, color=KIND_COLOUR[kind])
@@ -128,8 +129,7 @@ ax.set_yticks(range(len(shown)), [label(r) for r, _ in shown],
               fontsize=8)
 ax.set_xscale("log")
 ax.set_xlim(0.7, total_mib * 2)
-ax.set_xlabel(f"MiB on disk (log scale); the {len(shown)} regions of 1 MiB or more, "
-              f"of {n_regions}")
+ax.set_xlabel(f"MiB on disk (log scale); the {len(shown)} biggest of {n_regions} regions")
 for kind, colour in KIND_COLOUR.items():
     ax.barh(0, 0, color=colour, label=f"mostly {kind}")
 ax.legend(loc="lower right", fontsize=8, frameon=False)

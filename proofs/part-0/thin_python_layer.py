@@ -1,13 +1,16 @@
 """torch's Python layer is thin: the functions and Tensor methods you call are mostly compiled C++.
 
 Method: classify the entries of torch.Tensor, its C base class and the public torch namespace by
-type; time calls with timeit (time.perf_counter), warm-up first, minimum of 15 repeats
-taken in turns.
+type; time calls with timeit, timing the CPU time of the calling thread (time.thread_time),
+which on one intra-op thread holds all of the call's work while leaving out moments when another
+program has the core, on one intra-op thread, warm-up first, minimum of 15 repeats taken in
+turns.
 """
 import ast
 import inspect
 import os
 import textwrap
+import time
 import timeit
 import types
 
@@ -16,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 TORCH_DIR = os.path.dirname(torch.__file__)
+torch.set_num_threads(1)
 
 
 def shown(path):
@@ -28,7 +32,7 @@ def best_ns(stmts, number, repeat=15):
 
     The statements take turns within each repeat, so a slow moment hits all of them alike.
     """
-    timers = [timeit.Timer(stmt, globals=globals()) for stmt in stmts]
+    timers = [timeit.Timer(stmt, globals=globals(), timer=time.thread_time) for stmt in stmts]
     for timer in timers:
         timer.timeit(number)                               # warm-up
     best = [float("inf")] * len(timers)

@@ -1,9 +1,7 @@
-"""A complete PyTorch training program: a small network learns, and its loss falls step by step.
+"""Figure 1: a complete PyTorch training program, a small network that learns a function of its inputs.
 
 The data is synthetic (fixed seed), so every run prints the same story on the same machine.
 """
-# proof: show-source
-import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
@@ -20,7 +18,7 @@ x = torch.randn(1024, 8)                             # 1024 samples, 8 features
 y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()           # a target the net must learn
 x, y = x.to(device), y.to(device)
 
-
+# proof: unfold
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -44,6 +42,7 @@ for step in range(200):
     losses.append(loss.item())
     if step % 40 == 0 or step == 199:
         print(f"step {step:3d}  loss {losses[-1]:.4f}")
+# proof: fold
 
 # Values the page cites.
 first_loss = losses[0]
@@ -54,11 +53,3 @@ print(f"device={device}  parameters={n_params}  steps={steps}  "
       f"loss {first_loss:.4f} -> {final_loss:.4f}")
 if device == "cpu":
     print("No GPU here: on cuda or mps the same lines run unchanged, each op queued on the device.")
-
-fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
-ax.plot(losses, color="C0")
-ax.set_yscale("log")
-ax.set_xlabel("training step")
-ax.set_ylabel("loss (MSE, log scale)")
-ax.set_title("Training loss, step by step")
-plt.show()

@@ -1,9 +1,13 @@
-"""A GPU call returns when the work is queued, not done: host and device keep separate clocks.
+"""On a GPU a call returns when its work is queued; on a CPU, when it is done: the host's and the device's clocks.
 
-A 2048x2048 float32 matmul on the best available device (cuda, then mps, then cpu).
-Each run records two times from the same start: when the call returned to Python, and
-when the result was ready (after the device's synchronize(); on CPU there is nothing to
-wait for). Median of 5 runs after a warm-up; threads are left at torch's default.
+Matrix products of float32 matrices of 512, 1024 and 2048 rows on the best available device
+(cuda, then mps, then cpu). Each run records two times from the same start: when the call
+returned to Python, and when the result was ready (after the device's synchronize(); on the
+CPU there is no queue and nothing to wait for, so the two are read one after the other). A
+product of twice the size is eight times the arithmetic: if the call does the work before it
+returns, the time to return grows about eightfold from one size to the next; if it only
+queues the work, it stays flat while the time to ready grows. Median of 5 runs after a
+warm-up; threads are left at torch's default.
 """
 import statistics
 import time
@@ -16,61 +20,66 @@ if torch.cuda.is_available():
 elif torch.backends.mps.is_available():
     device, sync = "mps", torch.mps.synchronize
 else:
-    device, sync = "cpu", lambda: None  # CPU ops finish before they return
-
-N = 2048
+    device, sync = "cpu", lambda: None  # nothing is queued: the call itself did the work
+on_cpu = device == "cpu"
+on_gpu = not on_cpu
+SIZES = [512, 1024, 2048]
 RUNS = 5
 torch.manual_seed(0)
-a = torch.rand(N, N, device=device)
-b = torch.rand(N, N, device=device)
 
 
-def one_run():
+def one_run(a, b):
     """(µs until the call returned, µs until the result was ready), same start."""
     sync()  # start from an empty queue
     t0 = time.perf_counter_ns()
     c = a @ b
     t_returned = time.perf_counter_ns()
-    sync()  # the host waits here for the device
+    sync()  # on a device, the host waits here
     t_ready = time.perf_counter_ns()
     del c
     return (t_returned - t0) / 1e3, (t_ready - t0) / 1e3
 
 
-one_run()  # warm-up: library initialisation, first allocations
-runs = [one_run() for _ in range(RUNS)]
-returned_us = statistics.median(r for r, _ in runs)
-ready_us = statistics.median(d for _, d in runs)
-gap_us = statistics.median(d - r for r, d in runs)  # how long the host waited after the call returned
+returned, ready = {}, {}
+for n in SIZES:
+    a = torch.rand(n, n, device=device)
+    b = torch.rand(n, n, device=device)
+    one_run(a, b)  # warm-up: library initialisation, first allocations
+    runs = [one_run(a, b) for _ in range(RUNS)]
+    returned[n] = statistics.median(r for r, _ in runs)
+    ready[n] = statistics.median(d for _, d in runs)
+
+N = SIZES[-1]
+returned_us, ready_us = returned[N], ready[N]
+returned_growth = returned[N] / returned[N // 2]   # about 8 where the call does the work
+ready_growth = ready[N] / ready[N // 2]
 gflops = 2 * N**3 / ready_us / 1e3  # multiply-adds count as 2 flops
 
-print(f"device: {device}; {N}x{N} float32 matmul, median of {RUNS} runs after warm-up")
-print(f"call returned after  {returned_us:12.0f} µs")
-print(f"result ready after   {ready_us:12.0f} µs   ({gflops:.0f} GFLOP/s)")
-print(f"waited after return  {gap_us:12.0f} µs")
-if device == "cpu":
-    print("On CPU the calling thread does the work (with the intra-op pool), so the two")
-    print("clocks coincide. On a GPU the call would return in microseconds, the kernel")
-    print("queued on a stream; only a sync point (synchronize, .item(), .cpu()) waits.")
+print(f"device: {device}; float32 matmul, median of {RUNS} runs after a warm-up, "
+      f"{torch.get_num_threads()} intra-op threads")
+print(f"{'size':>6}{'returned µs':>14}{'ready µs':>12}")
+for n in SIZES:
+    print(f"{n:>6}{returned[n]:>14,.0f}{ready[n]:>12,.0f}")
+print(f"from {N // 2} to {N} (8x the arithmetic): the call took {returned_growth:.1f}x longer to "
+      f"return, {ready_growth:.1f}x longer to be ready ({gflops:.0f} GFLOP/s at {N})")
+if on_cpu:
+    print("On the CPU the call returns only when the product is done: the calling thread and")
+    print("torch's intra-op threads do the work, so returned and ready are one clock. On a GPU")
+    print("the call would return once the kernel is queued on a stream; only a sync point")
+    print("(synchronize, .item(), .cpu()) waits for it.")
 else:
-    print(f"The call returned {ready_us / returned_us:.0f}x sooner than the result: "
-          "time GPU work after a synchronize.")
+    print(f"At {N} the call returned {ready_us / returned_us:.0f}x sooner than the result: "
+          "time device work after a synchronize.")
 
-# Figure: two lanes drawn from the measured medians.
-fig, ax = plt.subplots(figsize=(8, 3.5))
-ax.broken_barh([(0, returned_us)], (1.1, 0.7), color="C0", label="host: call until it returns")
-if ready_us > returned_us:
-    ax.broken_barh([(returned_us, ready_us - returned_us)], (1.1, 0.7), color="C0",
-                   alpha=0.35, label="host: synchronize() waits")
-ax.broken_barh([(0, ready_us)], (0.1, 0.7), color="C1",
-               label="device: matmul from launch to ready")
-ax.axvline(returned_us, color="C2", linestyle="--", label=f"returned {returned_us:,.0f} µs")
-ax.axvline(ready_us, color="C3", linestyle=":", label=f"ready {ready_us:,.0f} µs")
-ax.set_yticks([0.45, 1.45], ["device", "host"])
-ax.set_ylim(0, 2.9)
-ax.set_xlabel("µs since the call")
-ax.legend(loc="upper center", ncol=2, fontsize=8, frameon=False)
-note = " (CPU: one clock, lanes coincide)" if device == "cpu" else ""
-ax.set_title(f"Host and device clocks: {N}x{N} matmul on {device}{note}")
-fig.tight_layout()
+fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
+ax.plot(SIZES, [ready[n] for n in SIZES], "o-", color="C1", label="result ready (after synchronize)")
+ax.plot(SIZES, [returned[n] for n in SIZES], "s--", color="C0", label="call returned to Python")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xticks(SIZES, [str(n) for n in SIZES])
+ax.set_xlabel("matrix size n (n x n @ n x n)")
+ax.set_ylabel("µs since the call (log scale)")
+ax.legend(frameon=False)
+note = ": one clock, the lines coincide" if on_cpu else ": the call returns before the work is done"
+ax.set_title(f"Host and device clocks on {device}{note}", fontsize=10)
 plt.show()

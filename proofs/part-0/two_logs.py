@@ -1,17 +1,14 @@
-"""__torch_function__ sees the Python calls you wrote, __torch_dispatch__ the ATen ops that ran.
+"""Two logs of one line of code: the Python calls you wrote, and the operators the dispatcher ran.
 
 Runs relu(linear(x, w)).sum() once with a TorchFunctionMode and a TorchDispatchMode both
-active; each only logs the call and runs it unchanged, so every ATen op can be filed under
+active; each only logs the call and runs it unchanged, so every operator can be filed under
 the Python call that caused it. TorchDispatchMode lives in torch.utils._python_dispatch: an
 underscore module, documented for extending PyTorch. A function mode sees a call before any
 ATen operator runs (for a builtin such as torch.relu, the generated binding has already parsed
-the arguments); a dispatch mode sees operators after autograd and after CompositeImplicitAutograd
-operators such as linear decomposed. Also prints one operator's schema and the overloads of
-aten::add: ATen's own, declared in native_functions.yaml, take tensors; TorchScript registers
-more under the same name (torch/csrc/jit/runtime/register_prim_ops.cpp) for ints, floats,
-strings and lists. Counts the operators registered with the dispatcher (private
-torch._C._dispatch_get_all_op_names, which fails loudly if it is gone; counted right after
-import; the counts drift between releases).
+the arguments); a dispatch mode sees operators after autograd and after
+CompositeImplicitAutograd operators such as linear have decomposed. Also prints one
+operator's schema, and which alias key each operator of the log registered its CPU kernel
+from (the private torch._C._dispatch_dump_table; it fails loudly if it is gone).
 """
 import torch
 import torch.nn.functional as F
@@ -19,15 +16,6 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
 
 torch.manual_seed(0)
-
-
-def count_ops():
-    """(all registered operator overloads, the aten:: ones); an AttributeError if the API moved."""
-    names = torch._C._dispatch_get_all_op_names()  # private: torch._C._*
-    return len(names), sum(n.startswith("aten::") for n in names)
-
-
-n_ops, n_aten_ops = count_ops()  # before the modes below lazily import more libraries
 
 
 class DispatchLog(TorchDispatchMode):
@@ -85,13 +73,21 @@ dispatch_log_no_grad = ", ".join(short(op) for _, ops in calls_no_grad for op in
 n_function_calls = len(calls)
 n_aten_calls = len(aten_ops)
 add_schema = str(torch.ops.aten.add.Tensor._schema)
-n_add_overloads = len(torch.ops.aten.add.overloads())
-add_overloads = [getattr(torch.ops.aten.add, name)._schema for name in torch.ops.aten.add.overloads()]
-# ATen's overloads take a Tensor; TorchScript's (register_prim_ops.cpp) take none.
-add_script_overloads = ", ".join(f"add.{s.overload_name}" if s.overload_name else "add" for s in add_overloads
-                                 if not any("Tensor" in str(a.type) for a in s.arguments))
-n_add_tensor_overloads = sum(any("Tensor" in str(a.type) for a in s.arguments) for s in add_overloads)
-n_ops_after_modes, _ = count_ops()
+
+
+def cpu_kernel_from(op_name):
+    """Where the CPU slot of an operator's dispatch table got its kernel: the file that registered
+    it, as the private dump of the table names it ('RegisterCompositeImplicitAutograd_0.cpp')."""
+    for line in torch._C._dispatch_dump_table(op_name).splitlines():  # private: torch._C._*
+        if line.startswith("CPU:"):
+            return line.split("registered at ")[1].split(":")[0].rsplit("/", 1)[-1]
+    raise RuntimeError(f"no CPU line in the dispatch table of {op_name}")
+
+
+linear_cpu_from = cpu_kernel_from("aten::linear")   # an alias key's kernel: it decomposes
+t_cpu_from = cpu_kernel_from("aten::t")
+mm_cpu_from = cpu_kernel_from("aten::mm")
+linear_is_composite_implicit = "CompositeImplicitAutograd" in linear_cpu_from
 
 print("relu(linear(x, w)).sum() with x.requires_grad=True, no bias")
 print(f"  {'TorchFunctionMode (Python API)':32s}TorchDispatchMode (ATen)")
@@ -101,7 +97,7 @@ print(f"{n_function_calls} Python calls, {n_aten_calls} ATen calls: linear is co
 print("  detach is autograd saving relu's output for backward")
 print(f"same code, nothing requires grad: {dispatch_log_no_grad}")
 print(f"schema: {add_schema}")
-print(f"aten::add has {n_add_overloads} overloads; {n_add_tensor_overloads} take tensors (ATen's own),")
-print(f"  the others are TorchScript's: {add_script_overloads}")
-print(f"operator overloads registered at import: {n_ops}, of which aten:: {n_aten_ops}")
-print(f"  after first use of the modes (lazy imports register more): {n_ops_after_modes}")
+print("where each operator's CPU kernel was registered (the file, from the dispatch table):")
+print(f"  aten::linear  {linear_cpu_from}")
+print(f"  aten::t       {t_cpu_from}")
+print(f"  aten::mm      {mm_cpu_from}")

@@ -42,8 +42,9 @@ try:
 except AttributeError:
     version_before = None
 sl[0, 0] = 100.0
-write_visible = base[1, 0].item() == 100.0
-print(f"sl[0, 0] = 100  ->  base[1, 0] is now {base[1, 0].item():.0f}")
+write_visible = base[1, 0].item() == 100.0 and views["base.t()"][0, 1].item() == 100.0
+print(f"sl[0, 0] = 100  ->  base[1, 0] is now {base[1, 0].item():.0f}, "
+      f"base.t()[0, 1] is now {views['base.t()'][0, 1].item():.0f}")
 if version_before is None:
     shared_version = False
     print("version counter (_version): not available in this torch")
@@ -78,7 +79,7 @@ print(f"data_ptr % 64 == 0 for sizes {sizes}: {aligned_64}")
 # reads, numbered in the order the view reads them (row-major over its own shape).
 fresh = torch.arange(12, dtype=torch.float32).reshape(3, 4)  # values = storage index
 orders = {"base": fresh, "base.t()": fresh.t(), "base[1:, ::2]": fresh[1:, ::2]}
-fig, ax = plt.subplots(figsize=(8, 3.5))
+fig, ax = plt.subplots(figsize=(8, 3.2))
 for row, (name, t) in enumerate([("storage", None)] + list(orders.items())):
     y = -row * 1.3
     ax.text(-0.3, y + 0.5, name, ha="right", va="center", fontsize=10)

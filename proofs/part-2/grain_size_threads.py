@@ -1,28 +1,34 @@
-"""An elementwise kernel uses a second thread only above its grain size: GRAIN_SIZE elements by default, 2,048 for sin and its kin.
+"""An elementwise kernel wakes a second thread only above its grain size.
 
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
 torch.sigmoid(x, out=y) on float32 tensors from 4K to 1M elements with one thread and with
 two, interleaved (every size with one thread, then every size with two, in each round),
 keeping the minimum of 9 batches of calls (up to about a millisecond each) after a warm-up
 round. These are wall times (time.perf_counter_ns): the point is how long the caller waits,
-and with two threads the work is spread over two clocks. It also counts the threads that
-did work during 0.1 s of calls with two threads allowed, from each thread's CPU time in
-/proc/self/task (Linux; elsewhere it divides process CPU time by wall time). An idle
-OpenMP worker spins a little before it sleeps; that counts as work, and it only happens to
-a worker that was woken. It counts them for sigmoid (which takes the default grain) at
-GRAIN_SIZE and one element more, and for sin, whose kernel in UnaryOpsKernel.cpp passes a
-grain of 2,048: in bfloat16 (ATen's own vector loop) at 2,048 and 2,049, and in float32,
-which on an MKL build is MKL's vector math function (ATen/cpu/vml.h) with threads of its
-own, at 1,024. Two threads can only be faster on two free cores, so while it times, the
+and with two threads the work is spread over two clocks. It also counts the threads a call
+woke: the threads whose CPU time grew by at least a quarter of the busiest one's during
+0.1 s of calls with two threads allowed, read per thread from /proc/self/task (Linux;
+elsewhere it divides process CPU time by wall time). A woken OpenMP worker spins a little
+before it sleeps again, and that counts too; a worker that was not woken does not spin. It
+counts them for sigmoid (which takes the default grain) at GRAIN_SIZE and one element more,
+and for sin, whose kernel in UnaryOpsKernel.cpp passes a grain of 2,048: in bfloat16
+(ATen's own vector loop) at 2,048 and 2,049, and in float32, which on an MKL build calls
+MKL's vector math function (ATen/cpu/vml.h), at 1,024. MKL splits that call itself, on the
+same OpenMP threads, without ATen's grain: torch.set_num_threads also switches MKL's dynamic
+adjustment off (mkl_set_dynamic(false)); the script then switches it back on through MKL's
+own MKL_Set_Dynamic (found with ctypes in libtorch_cpu, where MKL is linked in) and counts
+again. Two threads can only be faster on two free cores, so while it times, the
 script also reads how much CPU the rest of the machine used (/proc/stat minus its own CPU
 time; Linux) and reports the cores left free. On a machine with a single core two threads
 cannot run at once, so only the below-the-grain half of the story can show there.
 """
+import ctypes
 import os
 import re
 import time
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FormatStrFormatter, NullFormatter
 import torch
 
 HEADER = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "TensorIterator.h")
@@ -31,6 +37,9 @@ if found is None:
     raise RuntimeError(f"GRAIN_SIZE not found in {HEADER}: the header changed")
 grain_size = int(found.group(1))
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+default_threads = torch.get_num_threads()  # what this process allows before anyone sets it
+backend = re.search(r"ATen parallel backend: ([^\n\[]+)", torch.__config__.parallel_info())
+parallel_backend = backend.group(1).strip() if backend else "unknown"
 
 SIZES = sorted({1 << 12, 1 << 14, grain_size, grain_size + 1, 5 << 13, 1 << 16, 1 << 17, 1 << 18, 1 << 20})
 REPS = 9
@@ -141,9 +150,44 @@ sin_threads_at_grain = threads_working(SIN_GRAIN, torch.sin, torch.bfloat16)
 sin_threads_above = threads_working(SIN_GRAIN + 1, torch.sin, torch.bfloat16)
 mkl = torch.backends.mkl.is_available()  # float32 sin calls MKL's vsSin there (ATen/cpu/vml.h)
 sin_f32_threads_small = threads_working(SIN_GRAIN // 2, torch.sin)
-torch.set_num_threads(1)
 
-print(f"GRAIN_SIZE in ATen/TensorIterator.h: {grain_size:,} elements; cores available: {cores}")
+
+def mkl_set_dynamic():
+    """MKL's own MKL_Set_Dynamic, from the library MKL is linked into, or None."""
+    folder = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("libtorch_cpu."):
+            try:
+                return getattr(ctypes.CDLL(os.path.join(folder, name)), "MKL_Set_Dynamic")
+            except (OSError, AttributeError):
+                return None
+    return None
+
+
+set_dynamic = mkl_set_dynamic() if mkl else None
+mkl_dynamic_found = set_dynamic is not None
+if mkl_dynamic_found:
+    torch.set_num_threads(2)
+    set_dynamic(ctypes.c_int(1))  # MKL may now choose fewer threads for a small call
+    x_small, y_small = torch.rand(SIN_GRAIN // 2), torch.empty(SIN_GRAIN // 2)
+    torch.sin(x_small, out=y_small)
+    time.sleep(0.05)
+    before_dyn = thread_cpu_ns() if os.path.isdir("/proc/self/task") else None
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.1:
+        for _ in range(10):
+            torch.sin(x_small, out=y_small)
+    if before_dyn is None:
+        sin_f32_threads_dynamic = -1
+    else:
+        grown_dyn = [t - before_dyn.get(tid, 0) for tid, t in thread_cpu_ns().items()]
+        sin_f32_threads_dynamic = sum(g >= 0.25 * max(grown_dyn) for g in grown_dyn)
+else:
+    sin_f32_threads_dynamic = -1
+torch.set_num_threads(1)  # also switches MKL's dynamic adjustment off again
+
+print(f"GRAIN_SIZE in ATen/TensorIterator.h: {grain_size:,} elements; cores available: {cores}; "
+      f"torch.get_num_threads() at start: {default_threads}; ATen parallel backend: {parallel_backend}")
 print(f"torch.sigmoid(x, out=y), float32, min of {REPS} batches, 1 vs 2 threads interleaved")
 print(f"{'elements':>10}{'1 thread µs':>13}{'2 threads µs':>14}{'speedup':>9}")
 for n in SIZES:
@@ -151,13 +195,14 @@ for n in SIZES:
     mark = "  <- GRAIN_SIZE" if n == grain_size else ""
     print(f"{n:>10,}{t1:>13.1f}{t2:>14.1f}{speedup[n]:>8.2f}x{mark}")
 print(f"cores left free by other programs while it was timed: {free_cores:.1f} of {cores}")
-print(f"threads that did work, 2 allowed: sigmoid {threads_working_below} at {grain_size:,} elements, "
+print(f"threads woken, 2 allowed: sigmoid {threads_working_below} at {grain_size:,} elements, "
       f"{threads_working_above} at {grain_size + 1:,}")
 print(f"  sin, bfloat16 (grain {SIN_GRAIN:,}): {sin_threads_at_grain} at {SIN_GRAIN:,}, "
       f"{sin_threads_above} at {SIN_GRAIN + 1:,}")
-print(f"  sin, float32 ({'MKL' if mkl else 'no MKL'}): {sin_f32_threads_small} at {SIN_GRAIN // 2:,}")
+print(f"  sin, float32 ({'MKL' if mkl else 'no MKL'}): {sin_f32_threads_small} at {SIN_GRAIN // 2:,}"
+      + (f"; after MKL_Set_Dynamic(1): {sin_f32_threads_dynamic}" if mkl_dynamic_found else ""))
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.8), width_ratios=[3, 2])
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.5), width_ratios=[3, 2])
 ns = list(SIZES)
 ax1.plot(ns, [results[n][0] * 1e3 / n for n in ns], "o-", color="C0", label="1 thread")
 ax1.plot(ns, [results[n][1] * 1e3 / n for n in ns], "s-", color="C1", label="2 threads allowed")
@@ -166,6 +211,10 @@ ax1.annotate(f"GRAIN_SIZE = {grain_size:,}", (grain_size, ax1.get_ylim()[1]),
              textcoords="offset points", xytext=(4, -12), fontsize=9)
 ax1.set_xscale("log", base=2)
 ax1.set_yscale("log")
+per_el = [results[n][i] * 1e3 / n for n in ns for i in (0, 1)]
+ax1.set_yticks([t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 1, 2, 3, 5) if min(per_el) * 0.9 < t < max(per_el) * 1.1])
+ax1.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+ax1.yaxis.set_minor_formatter(NullFormatter())
 ax1.set_xlabel("elements (log scale)")
 ax1.set_ylabel("time per element (ns)")
 ax1.set_title("sigmoid: one thread until the grain")
@@ -176,7 +225,7 @@ ax2.axhline(1, color="C7", lw=0.8)
 ax2.set_xscale("log", base=2)
 ax2.set_xlabel("elements (log scale)")
 ax2.set_ylabel("speedup with 2 threads")
-ax2.set_title(f"{free_cores:.1f} of {cores} core(s) free")
+ax2.set_title("speedup with two threads")
 fig.suptitle("at::parallel_for splits the loop only above GRAIN_SIZE")
 fig.tight_layout()
 plt.show()

@@ -1,22 +1,21 @@
-"""The same add kernel on the same bytes: layouts TensorIterator can flatten or reorder run alike, strided reads cost several times more.
+"""One add on the same bytes in six layouts: what TensorIterator can flatten or reorder runs alike.
 
 torch.add(x, y, out=o) on 2048x2048 float32 matrices (16 MiB each), laid out six ways:
-contiguous; a copy of the same matrices viewed as a 4-D tensor, and all three transposed (in both,
-every operand has the same dense layout, so TensorIterator's fast path, fast_set_up,
+contiguous; a copy of the same matrices viewed as a 4-D tensor, and all three transposed (in
+both, every operand has the same dense layout, so TensorIterator's fast path, fast_set_up,
 flattens them to one row); all three transposed views of padded matrices (rows of 2050
 floats of which 2048 are used: not dense, so the general path runs, and
 reorder_dimensions puts the dimension of stride 1 innermost, so memory is still walked in
 order); one input transposed, read across rows while the output is written along them;
 and every other column of wider matrices, a stride of two elements, which also sends the
-loop to its scalar path (Loops.h). One thread; 10 rounds, each timing a batch of 3 calls per layout, the layouts
-interleaved, in an order rotated every round. A ratio is the median over rounds of the layout's time over the contiguous
-time of the same round, so a slow spell on a shared machine (another program's memory
-traffic slows these bandwidth-bound adds too) weighs on both sides of a ratio at once;
-the best batch per layout is printed as well. Before each batch an untimed write of 64 MiB
-empties the cache, so that no layout inherits bytes the previous one left there (the three
-16 MiB matrices do not fit in a 32 MiB cache, but part of them does), and no two layouts share
-their bytes: when the 4-D view was a view of the contiguous matrices, which it followed in most
-rounds, it ran a quarter faster on a machine whose caches the eviction did not fully clear.
+loop to its scalar path (Loops.h). One thread; twelve rounds (each layout takes each place
+in the order twice), each timing a batch of 3 calls per layout, in an order rotated every
+round. A ratio is the median over rounds of the layout's time over the contiguous time of
+the same round, so a slow spell on a shared machine (another program's memory traffic slows
+these bandwidth-bound adds too) weighs on both sides of a ratio at once; the best batch per
+layout is printed as well. Before each batch an untimed write of 64 MiB pushes out of the
+cache what the previous batch left there (wholly where the last-level cache is smaller than
+that), and no two layouts share their bytes.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -24,6 +23,7 @@ inflate that clock as it inflates wall time.
 import statistics
 import time
 
+import matplotlib.pyplot as plt
 import torch
 
 torch.set_num_threads(1)
@@ -43,7 +43,7 @@ LAYOUTS = {
 }
 
 
-EVICT = torch.empty(16 << 20)  # 64 MiB, twice the last-level cache of most CPUs
+EVICT = torch.empty(16 << 20)  # 64 MiB, more than the last-level cache of most CPUs
 
 
 def batch_us(x, y, out, calls=3):
@@ -82,3 +82,18 @@ print(f"{'layout':<28}{'x strides':>24}{'best µs':>10}{'vs contiguous':>15}   (
 for name, (x, y, out) in LAYOUTS.items():
     print(f"{name:<28}{str(x.stride()):>24}{best[name]:>10.0f}{ratio[name]:>14.2f}x")
 print(f"contiguous: {gbs:.0f} GB/s for the three streams")
+
+fig, ax = plt.subplots(figsize=(8, 3.6))
+names_drawn = list(LAYOUTS)[::-1]
+ax.barh(range(len(names_drawn)), [ratio[n] for n in names_drawn],
+        color=["C3" if ratio[n] > 1.33 else "C0" for n in names_drawn])
+ax.set_yticks(range(len(names_drawn)), [f"{n.split(' (')[0]}\nx strides {LAYOUTS[n][0].stride()}"
+                                        for n in names_drawn], fontsize=8)
+ax.axvline(1, color="C7", lw=0.8)
+for i, n in enumerate(names_drawn):
+    ax.text(ratio[n], i, f" {ratio[n]:.2f}x", va="center", fontsize=8)
+ax.set_xlabel(f"time against the contiguous layout (median of {ROUNDS} rounds)")
+ax.set_xlim(0, max(ratio.values()) * 1.15)
+ax.set_title("torch.add(x, y, out=o): same bytes, same kernel, six layouts")
+fig.tight_layout()
+plt.show()

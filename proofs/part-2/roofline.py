@@ -1,12 +1,15 @@
-"""Elementwise add is capped by memory bandwidth; matrix products (BLAS) and convolutions (oneDNN) are capped by arithmetic.
+"""A roofline: add is capped by bandwidth, matrix products climb to the compute roof.
 
 A roofline-style picture: each operation is placed by its arithmetic intensity (floating
 point operations per byte it must move at the least) and the GFLOP/s it reached. add does
 1 operation per 12 bytes; an n x n matrix product does 2n^3 operations on 12n^2 bytes; a
 3x3 convolution of a batch of 8 64-channel 56x56 images with 64 filters does about 1.8
 GFLOP on 13 MB. add runs through TensorIterator; torch.mm leaves it for the BLAS library
-torch was built with (named by torch.__config__.show()), conv2d for oneDNN. The roofs: the
-bandwidth add reached out of cache, and the best matrix product rate. One thread, each
+torch was built with (named by torch.__config__.show()), conv2d for oneDNN. Figure 1's two
+layers are placed too: torch.addmm with its shapes (a batch of 1024 rows: 8 inputs to 64
+outputs, then 64 to 1), counting the bytes of its three matrices and its bias. The roofs:
+the memory roof is the bandwidth add reached out of cache times the intensity; the compute
+roof is the best matrix product rate. One thread, each
 time the minimum of 5 batches after a warm-up, measured as the calling thread's CPU time
 (time.thread_time_ns), which a busy neighbour cannot inflate: with one thread, BLAS and
 oneDNN run on the calling thread too.
@@ -40,7 +43,7 @@ def min_ns(fn, reps=5):
 
 
 points = {}  # name -> (flop per byte, GFLOP/s)
-ADD = {"add, in cache": 1 << 18, "add, out of cache": 1 << 24}
+ADD = {"add, in cache": 1 << 16, "add, out of cache": 1 << 24}
 for name, n in ADD.items():
     a, b, c = torch.rand(n), torch.rand(n), torch.empty(n)
     points[name] = (1 / 12, n / min_ns(lambda: torch.add(a, b, out=c)))  # noqa: B023
@@ -50,6 +53,16 @@ for n in MM:
     a, b, c = torch.rand(n, n), torch.rand(n, n), torch.empty(n, n)
     mm_gflops[n] = 2 * n**3 / min_ns(lambda: torch.mm(a, b, out=c))  # noqa: B023
     points[f"mm {n}"] = (2 * n**3 / (12 * n * n), mm_gflops[n])
+FIG1 = {"Figure 1, layer 1": (1024, 8, 64), "Figure 1, layer 2": (1024, 64, 1)}  # rows, inputs, outputs
+fig1_gflops = {}
+for name, (m, k, n) in FIG1.items():
+    inp, weight, bias = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+    flop = 2 * m * k * n
+    points[name] = (flop / (4 * (m * k + k * n + m * n + n)),
+                    flop / min_ns(lambda: torch.addmm(bias, inp, weight.t())))  # noqa: B023
+    fig1_gflops[name] = points[name][1]
+fig1_layer1_gflops, fig1_layer2_gflops = fig1_gflops.values()
+fig1_layer1_intensity, fig1_layer2_intensity = (points[name][0] for name in FIG1)
 x, w = torch.rand(8, 64, 56, 56), torch.rand(64, 64, 3, 3)
 conv_flop = 2 * 8 * 64 * 56 * 56 * 64 * 9
 conv_bytes = 4 * (x.numel() + w.numel() + x.numel())
@@ -74,7 +87,7 @@ for name, (ai, gf) in points.items():
 print(f"add moves {add_gbs_cache:.0f} GB/s in cache, {add_gbs_dram:.0f} GB/s out of it; the best "
       f"matrix product ({mm_best_n}) computes {mm_vs_add:.0f}x add's GFLOP/s")
 
-fig, ax = plt.subplots(figsize=(8, 4.4))
+fig, ax = plt.subplots(figsize=(8, 4.0))
 grid = [0.03 * 1.2**k for k in range(50)]
 ax.plot(grid, [min(a * add_gbs_dram, mm_gflops_best) for a in grid], "-", color="C7", lw=1,
         label=f"roofs: {add_gbs_dram:.0f} GB/s x intensity, {mm_gflops_best:.0f} GFLOP/s")
@@ -91,11 +104,17 @@ for i, name in enumerate(ADD):
     ax.plot([ai], [gf], "s", color="C0", ms=7, label=name if i == 0 else None)
     ax.annotate(name, (ai, gf), textcoords="offset points", xytext=(8, -3), fontsize=8)
 ax.plot([points["conv2d 3x3"][0]], [conv_gflops], "D", color="C2", ms=7, label="conv2d (oneDNN)")
+for i, name in enumerate(FIG1):
+    ai, gf = points[name]
+    ax.plot([ai], [gf], "^", color="C4", ms=8, label="Figure 1's layers (addmm)" if i == 0 else None)
+    ax.annotate(name.split(", ")[1], (ai, gf), textcoords="offset points", xytext=(7, -4), fontsize=8)
+ax.text(grid[1], grid[1] * add_gbs_dram * 1.25, "memory roof", rotation=33, fontsize=8, color="C7")
+ax.text(grid[31], mm_gflops_best * 1.12, "compute roof", fontsize=8, color="C7")
 ax.set_xscale("log")
 ax.set_yscale("log")
 ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log scale)")
 ax.set_ylabel("GFLOP/s (one thread)")
-ax.set_title("Memory-bound add, compute-bound mm and conv2d")
+ax.set_title("Memory-bound add; matrix products climb to the compute roof")
 ax.legend(frameon=False, loc="upper left", fontsize=8)
 fig.tight_layout()
 plt.show()

@@ -1,61 +1,40 @@
-"""A structured kernel is a class with two steps, meta then impl; add, add_ and add(out=) wrap one such class, and differ only in how they get and hand back the output.
+"""add, add_ and add(out=) wrap one structured kernel, whose meta step checks a call before anything is written.
 
-The script reads what the installed package carries. Headers: TORCH_META_FUNC and
-TORCH_IMPL_FUNC in ATen/TensorMeta.h; the generated ATen/ops/add_meta.h and add_native.h,
-which declare the meta class and the CPU class that inherits from it. The code generator
-torch was built with (torchgen, shipped with torch; dest/register_dispatch_key.py): the
-script runs it on the three add entries of native_functions.yaml and reads the C++ it
-writes for the CPU, one wrapper class and function per overload, as in the build's
-RegisterCPU_0.cpp: their base class, their methods and members, what their set_output_*
-methods (declared on MetaBase in ATen/TensorMeta.h) call, and what the wrapper function
-runs. torchgen reads the YAML with PyYAML; the few keys these entries use are read here by
-hand, so only torch is needed. The compiled library libtorch_cpu: the names of the three
-wrapper classes (found with mmap, no tools). Then behaviour: the meta step rejects a bad
-out= dtype before it even sets the output (an out= of the wrong shape too keeps its shape,
-and no resize warning comes), an in-place add cannot grow self, and out= of the wrong shape
-is resized (a warning if it held elements).
+The wrappers: the script runs the code generator torch was built with (torchgen, shipped
+with torch; dest/register_dispatch_key.py) on the three add entries of native_functions.yaml
+and reads the C++ it writes for the CPU, one class and one function per overload, as in the
+build's RegisterCPU_0.cpp. It compares the three functions once the output is set aside
+(the object's constructor argument, the output handed to impl, the copy back, the return):
+what is left must be the same lines. It lists each class's base and methods, and what its
+set_output_* methods call. torchgen reads the YAML with PyYAML; the few keys these entries
+use are read here by hand, so only torch is needed.
+One kernel: the three overloads are called on uint16 tensors, a dtype add's loop has no case
+for; sharing one kernel, they must stop in the same place, with the same error naming its
+DispatchStub, add_stub.
+Behaviour, checked by calling: an out= of the wrong dtype and the wrong shape is refused and
+keeps its shape and values, with no resize warning (the check came before the output was
+set); an in-place add cannot grow self; an out= of the wrong shape is resized, with a warning
+when it held elements; an out= whose strides are transposed is written where it is, no copy
+made (the legacy autograd profiler, torch.autograd.profiler_legacy, which prints nothing,
+lists the operators called inside aten::add).
 """
-import glob
 import importlib.util
-import mmap
 import os
 import re
 import warnings
 from collections import defaultdict
 
+import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import FancyBboxPatch
+from torch.autograd import profiler_legacy
 from torchgen.dest.register_dispatch_key import RegisterDispatchKey
 from torchgen.model import BackendIndex, DispatchKey, Location, NativeFunction, NativeFunctionsGroup
 from torchgen.utils import Target
 
-INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")
-
-
-def read(*parts):
-    return open(os.path.join(*parts), encoding="utf-8").read()
-
-
-tensor_meta = read(INCLUDE, "ATen", "TensorMeta.h")
-meta_macro = re.search(r"#define TORCH_META_FUNC\(name\) (.*)", tensor_meta).group(1).strip()
-impl_macro = re.search(r"#define TORCH_IMPL_FUNC\(name\) (.*)", tensor_meta).group(1).strip()
-
-add_meta_h = read(INCLUDE, "ATen", "ops", "add_meta.h")
-add_native_h = read(INCLUDE, "ATen", "ops", "add_native.h")
-meta_class = re.search(r"struct TORCH_API (structured_add_Tensor) : public (\w+)", add_meta_h)
-cpu_class = re.search(r"struct TORCH_API (structured_ufunc_add_CPU) : public ([\w:]+)", add_native_h)
-meta_class_decl = f"{meta_class.group(1)} : {meta_class.group(2)}"
-cpu_class_decl = f"{cpu_class.group(1)} : {cpu_class.group(2)}"
-meta_has_meta = "void meta(" in add_meta_h
-cpu_has_impl = "void impl(" in add_native_h.split("structured_ufunc_add_CPU", 1)[1].split("};", 1)[0]
-n_meta_classes = sum("struct TORCH_API structured_" in open(p, encoding="utf-8").read()
-                     for p in glob.glob(os.path.join(INCLUDE, "ATen", "ops", "*_meta.h")))
-
-# The generated wrappers: run torch's own code generator (torchgen, shipped with torch) on the
-# three add entries of native_functions.yaml, as the build did for RegisterCPU_0.cpp. torchgen
-# normally reads the YAML with PyYAML; these entries use a small subset, read here by hand.
 ROOT = os.path.join(os.path.dirname(importlib.util.find_spec("torchgen").origin), "packaged", "ATen", "native")
-yaml_text = read(ROOT, "native_functions.yaml")
-valid_tags = set(re.findall(r"^- tag: (\w+)", read(ROOT, "tags.yaml"), re.M))
+yaml_text = open(os.path.join(ROOT, "native_functions.yaml"), encoding="utf-8").read()
+valid_tags = set(re.findall(r"^- tag: (\w+)", open(os.path.join(ROOT, "tags.yaml"), encoding="utf-8").read(), re.M))
 
 
 def yaml_entry(name):
@@ -97,40 +76,56 @@ generated = RegisterDispatchKey(cpu_index, Target.ANONYMOUS_DEFINITION, AllSelec
 
 
 def wrapper_parts(code):
-    """What one generated wrapper is made of: its class, base, methods, members and body."""
+    """One generated wrapper: its class, base, methods, what set_output_* calls, its function."""
     head = re.search(r"struct (\w+) final : public ([\w:]+)", code)
-    body = code.split("};", 1)[1]
+    body = [line.strip() for line in code.split("};", 1)[1].splitlines() if line.strip()]
     return {"class": head.group(1), "base": head.group(2),
             "methods": sorted(set(re.findall(r"^\s+(?:void|const Tensor&) (\w+)\(", code, re.M))),
-            "constructor": re.search(r"^\s+" + head.group(1) + r"\(", code, re.M) is not None,
             "sets_output_with": re.findall(r"(create_out|check_inplace|resize_out)\(", code)[0],
-            "proxy": "maybe_create_proxy" in code,
-            "members": re.findall(r"^\s+std::array<.*> (\w+);", code, re.M),
-            "runs": [line for line in body.splitlines() if line.startswith(("op.meta(", "op.impl("))],
-            "copies_back": "copy_(*op.proxy_outputs_[0])" in body}
+            "proxy_in": [m for m in ("set_output_strided", "set_output_raw_strided")
+                         if "maybe_create_proxy" in re.search(m + r"\(.*?\n    }", code, re.S).group(0)],
+            "function": body[1:-1]}  # without the signature line and the closing brace
+
+
+def without_output(lines, cls):
+    """A wrapper function's lines with everything about the output set aside."""
+    kept = []
+    for line in lines:
+        if line.startswith("return") or "proxy_outputs_" in line:
+            continue  # hand the output back; copy a proxy back
+        line = re.sub(re.escape(cls) + r" op(\(\w+\))?;", "CLASS op;", line)
+        kept.append(line.replace("op.maybe_get_output(0)", "OUTPUT").replace("op.outputs_[0]", "OUTPUT"))
+    return kept
 
 
 wrappers = {p["class"].rsplit("_", 1)[1]: p for p in map(wrapper_parts, generated)}
-kinds = ("functional", "inplace", "out")
-one_base = len({wrappers[k]["base"] for k in kinds}) == 1
-meta_then_impl = all([r.split("(")[0] for r in wrappers[k]["runs"]] == ["op.meta", "op.impl"] for k in kinds)
-same_meta_call = len({wrappers[k]["runs"][0] for k in kinds}) == 1
-methods_all_output = all("output" in m for k in kinds for m in wrappers[k]["methods"])
-set_output_with = {k: wrappers[k]["sets_output_with"] for k in kinds}
+KINDS = ("functional", "inplace", "out")
+one_base = len({wrappers[k]["base"] for k in KINDS}) == 1
+rest = {k: without_output(wrappers[k]["function"], wrappers[k]["class"]) for k in KINDS}
+same_rest = rest["functional"] == rest["inplace"] == rest["out"]
+meta_then_impl = [line.split("(")[0] for line in rest["functional"][1:]] == ["op.meta", "op.impl"]
+methods_about_output = all("output" in m for k in KINDS for m in wrappers[k]["methods"])
+differ_only_in_output = one_base and same_rest and meta_then_impl and methods_about_output
+set_output_with = {k: wrappers[k]["sets_output_with"] for k in KINDS}
 codegen_set_output_ok = set_output_with == {"functional": "create_out", "inplace": "check_inplace",
                                             "out": "resize_out"}
-differ_only_in_output = one_base and meta_then_impl and same_meta_call and methods_all_output
-proxy_copied_back = [k for k in kinds if wrappers[k]["proxy"] and wrappers[k]["copies_back"]]
+proxy_only_in_strided = all(wrappers[k]["proxy_in"] == ["set_output_strided"] for k in ("inplace", "out"))
 
-LIB = next(p for p in glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "*torch_cpu*"))
-           if not p.endswith((".lib", ".a")))
-with open(LIB, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-    in_binary = {kind: m.find(f"structured_ufunc_add_CPU_{kind}".encode()) >= 0 for kind in kinds}
-wrappers_in_binary = all(in_binary.values())
+# One kernel: the same missing dtype, the same words, from all three.
+u = torch.ones(3, dtype=torch.uint16)
+CALLS = {"add.Tensor": lambda: torch.add(u, u), "add_.Tensor": lambda: u.clone().add_(u),
+         "add.out": lambda: torch.add(u, u, out=torch.empty(3, dtype=torch.uint16))}
+uint16_errors = {}
+for op, call in CALLS.items():
+    try:
+        call()
+        uint16_errors[op] = "no error"
+    except NotImplementedError as err:
+        uint16_errors[op] = str(err)
+add_uint16_error = uint16_errors["add.out"]
+same_stub_error = len(set(uint16_errors.values())) == 1 and "add_stub" in add_uint16_error
 
-# Behaviour. 1: the meta step checks the out= dtype before it even sets the output: an out= of
-# the wrong dtype and the wrong shape keeps its shape (set_output would have resized it, with
-# a warning) and its values (impl never ran).
+# Behaviour 1: a bad out= dtype is refused before the output is set: shape, values, no warning.
 a, b = torch.ones(4), torch.ones(4)
 out_long = torch.full((5,), 7, dtype=torch.long)
 with warnings.catch_warnings(record=True) as caught_bad:
@@ -157,26 +152,62 @@ with warnings.catch_warnings(record=True) as caught:
     torch.add(torch.ones(2, 3), 1.0, out=wrong_out)
     resize_warning = str(caught[-1].message).split(".")[0] if len(caught) > n_warnings_empty else ""
 out_resized_shape = str(tuple(wrong_out.shape))
+# 4: an out= with transposed strides is written in place: no temporary, no copy.
+x, y = torch.rand(300, 400), torch.rand(300, 400)
+out_t = torch.empty(400, 300).t()  # shape (300, 400), strides (1, 300)
+with profiler_legacy.profile() as prof:
+    torch.add(x, y, out=out_t)
+inside_strided_out = [e.name for e in prof.function_events if e.cpu_parent is not None]
+strided_out_direct = (not inside_strided_out and out_t.stride() == (1, 300)
+                      and bool(torch.equal(out_t, x + y)))
 
-print(f"ATen/TensorMeta.h: TORCH_META_FUNC(name) -> {meta_macro}")
-print(f"                   TORCH_IMPL_FUNC(name) -> {impl_macro}")
-print(f"ATen/ops/add_meta.h:   struct {meta_class_decl}  (declares meta: {meta_has_meta})")
-print(f"ATen/ops/add_native.h: struct {cpu_class_decl}  (declares impl: {cpu_has_impl})")
-print(f"structured meta classes declared in ATen/ops/*_meta.h: {n_meta_classes}")
 print("CPU wrappers torchgen generates for add.Tensor, add_.Tensor and add.out:")
-for k in kinds:
+for k in KINDS:
     w = wrappers[k]
     print(f"  {w['class']} : {w['base']}")
-    print(f"    constructor: {w['constructor']}; methods: {', '.join(w['methods'])}; "
-          f"members: {', '.join(w['members'])}")
-    print(f"    set_output_* call {w['sets_output_with']}{' and maybe_create_proxy' if w['proxy'] else ''}; "
-          f"then runs {' then '.join(r.split('(')[0] for r in w['runs'])}"
-          f"{'; copies a proxy back' if w['copies_back'] else ''}")
-print(f"  one base class, the same op.meta call, every method about the output: {differ_only_in_output}")
-print(f"{os.path.basename(LIB)} holds structured_ufunc_add_CPU_{{functional, inplace, out}}: "
-      f"{wrappers_in_binary}")
-print(f"add(float (4,), float (4,), out=long (5,)): {bad_out_error}; out still (5,), values and "
+    print(f"    methods: {', '.join(w['methods'])}; set_output_* calls {w['sets_output_with']}"
+          + (f"; a proxy only in {', '.join(w['proxy_in'])}" if w["proxy_in"] else ""))
+    print("    function: " + " / ".join(w["function"]))
+print(f"  with the output set aside, the three functions are the same lines: {same_rest} "
+      f"({' / '.join(rest['functional'])})")
+print("on uint16: " + "; ".join(f"{op} -> {err}" for op, err in uint16_errors.items()))
+print(f"add(float (4,), float (4,), out=long (5,)): {bad_out_error}; out kept its shape and values, "
       f"no warning: {out_untouched}")
 print(f"ones(3).add_(ones(2, 3)): {inplace_error}")
 print(f"add(out=empty(0)) -> warnings: {n_warnings_empty}; add(out=empty(5)) -> shape "
       f"{out_resized_shape}, warning: {resize_warning}")
+print(f"add(x, y, out=a transposed (300, 400)): operators called inside aten::add: "
+      f"{inside_strided_out or 'none'}; out kept strides {out_t.stride()}, values right: {strided_out_direct}")
+
+# Figure: three overloads, one structured kernel, three generated wrappers.
+fig, ax = plt.subplots(figsize=(8, 3.8))
+ax.set_xlim(0, 100)
+ax.set_ylim(0, 60)
+ax.axis("off")
+
+
+def box(x0, y0, w, h, label, color):
+    ax.add_patch(FancyBboxPatch((x0, y0), w, h, boxstyle="round,pad=0.6", fc=color, ec=color, alpha=0.2))
+    ax.text(x0 + w / 2, y0 + h / 2, label, ha="center", va="center", fontsize=9.5)
+
+
+def arrow(x0, y0, x1, y1):
+    ax.annotate("", (x1, y1), (x0, y0), arrowprops=dict(arrowstyle="->", color="C7"))
+
+
+ROWS = [("add.Tensor", "torch.add(a, b)", "functional", "create_out: a new tensor"),
+        ("add_.Tensor", "a.add_(b)", "inplace", "check_inplace: self, as it is"),
+        ("add.out", "torch.add(a, b, out=c)", "out", "resize_out: c, resized if needed")]
+for i, (name, call, kind, set_output) in enumerate(ROWS):
+    y0 = 50 - i * 15
+    box(1, y0, 21, 7, f"{call}\n{name}", "C0")
+    box(27, y0, 33, 7, f"generated class\nstructured_ufunc_add_CPU_{kind}", "C1")
+    box(65, y0, 34, 7, f"its set_output_* methods call\n{set_output}", "C2")
+    arrow(22.8, y0 + 3.5, 26.2, y0 + 3.5)
+    arrow(60.8, y0 + 3.5, 64.2, y0 + 3.5)
+box(3, 0.5, 94, 10, "each wrapper runs op.meta(...), then op.impl(...), from one structured kernel:\n"
+    "meta: TensorIterator settles shape, dtype and strides, then calls set_output_raw_strided;\n"
+    "impl: add_stub, the same loop for all three", "C4")
+ax.set_title("Three overloads of add, one kernel")
+fig.tight_layout()
+plt.show()

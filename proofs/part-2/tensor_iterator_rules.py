@@ -1,9 +1,11 @@
-"""TensorIterator broadcasts, promotes, lays the output out like the inputs, and on the CPU copies a mixed-dtype input first.
+"""TensorIterator's rules: overlaps, broadcasting, promotion, the output's layout, mixed dtypes.
 
 Each rule is shown on a small call. Checks first: an output that overlaps an input in
 part is refused (compute_mem_overlaps). Broadcasting: the output shape of (3, 1, 5) +
-(4, 1). Type promotion: torch.result_type for pairs of inputs, with a zero-dim tensor and
-with Python numbers, and torch.promote_types for the unsigned types that do not promote.
+(4, 1). Type promotion, two cases beyond Part 1's rules: torch.result_type of a floating
+tensor with a complex Python number or zero-dim tensor, and torch.promote_types of uint16,
+uint32 and uint64 with thirteen other dtypes each, and one real add of uint16 and float32
+tensors.
 Output layout: the strides of a freshly allocated output when the inputs are channels-last
 or transposed, and when they disagree, in both orders, and with a broadcast input in
 either place. Mixed dtypes: for int32 + float32 on the CPU, TensorIterator converts the
@@ -37,37 +39,40 @@ overlap_refused = overlap_error.startswith("unsupported operation")
 # Broadcasting: sizes are matched from the right, a 1 stretches.
 broadcast_shape = str(tuple((torch.ones(3, 1, 5) + torch.ones(4, 1)).shape))
 
-# Type promotion: category first (bool < integer < floating < complex), then size. Tensors
-# with dimensions come first, then zero-dim tensors, then Python numbers: the later ones
-# count only when they bring a higher category, and then bring that category's default.
+# Type promotion (Part 1 gives the rules): two cases it does not show. A complex number, or a
+# zero-dim complex tensor, keeps a floating tensor's width; uint16, uint32 and uint64 promote
+# with the floating types only, and every other partner is refused.
 PAIRS = {
-    "int32 + float32": (torch.ones(2, dtype=torch.int32), torch.ones(2)),
-    "int8 + uint8": (torch.ones(2, dtype=torch.int8), torch.ones(2, dtype=torch.uint8)),
-    "float16 + bfloat16": (torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.bfloat16)),
-    "int64 + 2.5": (torch.ones(2, dtype=torch.int64), 2.5),
-    "float32 + float64 0-dim": (torch.ones(2), torch.tensor(1.0, dtype=torch.float64)),
-    "int32 + float64 0-dim": (torch.ones(2, dtype=torch.int32), torch.tensor(1.0, dtype=torch.float64)),
-    "bool + 2": (torch.ones(2, dtype=torch.bool), 2),
     "float16 + 1j": (torch.ones(2, dtype=torch.float16), 1j),
+    "float16 + complex128 0-dim": (torch.ones(2, dtype=torch.float16), torch.tensor(1j, dtype=torch.complex128)),
+    "float32 + complex128 0-dim": (torch.ones(2), torch.tensor(1j, dtype=torch.complex128)),
     "float64 + 1j": (torch.ones(2, dtype=torch.float64), 1j),
 }
 promoted = {k: str(torch.result_type(a, b)).replace("torch.", "") for k, (a, b) in PAIRS.items()}
-int8_uint8 = promoted["int8 + uint8"]
-f16_bf16 = promoted["float16 + bfloat16"]
-int64_scalar = promoted["int64 + 2.5"]
-bool_scalar = promoted["bool + 2"]
 f16_complex = promoted["float16 + 1j"]
-zero_dim_same_category = promoted["float32 + float64 0-dim"]
-zero_dim_higher_category = promoted["int32 + float64 0-dim"]
-zero_dim_rule = zero_dim_same_category == "float32" and zero_dim_higher_category == "float64"
-scalar_rule = (int64_scalar == str(torch.get_default_dtype()).replace("torch.", "")
-               and bool_scalar == "int64" and f16_complex == "complex32")
-try:
-    torch.promote_types(torch.uint16, torch.int32)
-    unsigned_error = ""
-except RuntimeError as err:
-    unsigned_error = str(err).split(", attempted")[0]
-unsigned_refused = unsigned_error.startswith("Promotion for uint16")
+f16_complex_tensor = promoted["float16 + complex128 0-dim"]
+complex_keeps_width = (f16_complex == f16_complex_tensor == "complex32"
+                       and promoted["float32 + complex128 0-dim"] == "complex64")
+PARTNERS = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16,
+            torch.uint32, torch.uint64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64]
+UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+promoted_unsigned = {}  # (unsigned, partner) -> result dtype name, or "refused"
+for wide in UNSIGNED:
+    for partner in PARTNERS:
+        if partner == wide:
+            continue
+        try:
+            promoted_unsigned[str(wide)[6:], str(partner)[6:]] = str(torch.promote_types(wide, partner))[6:]
+        except RuntimeError as err:
+            promoted_unsigned[str(wide)[6:], str(partner)[6:]] = "refused"
+            unsigned_error = str(err).split(", attempted")[0]
+unsigned_with = {p: r for (u, p), r in promoted_unsigned.items() if u == "uint16"}
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+uint16_float32 = unsigned_with["float32"]
+unsigned_floats_only = all(r == (p if p in FLOATING else "refused") for (u, p), r in promoted_unsigned.items())
+n_refused_partners = sum(v == "refused" for v in unsigned_with.values())
+uint16_add_float32 = str((torch.ones(2, dtype=torch.uint16) + torch.ones(2)).dtype)[6:]  # a real call
+unsigned_floats_only = unsigned_floats_only and uint16_add_float32 == "float32"
 
 # Output layout follows the inputs: among inputs of the output's full shape, the first one
 # decides; an input that is broadcast has no say, wherever it sits.
@@ -128,11 +133,13 @@ mixed_vs_same = mixed_us / same_us
 print(f"add(x[:-1], 1, out=x[1:]): {overlap_error}")
 print(f"(3, 1, 5) + (4, 1) -> {broadcast_shape}")
 for pair, dtype in promoted.items():
-    print(f"  {pair:<24} -> {dtype}")
+    print(f"  {pair:<28} -> {dtype}")
+print("uint16 with " + ", ".join(f"{p} -> {r}" for p, r in unsigned_with.items()))
+print(f"  uint32 and uint64 the same way (floating partners win, every other is refused): {unsigned_floats_only}")
+print(f"  (refused: {unsigned_error}); a uint16 tensor + a float32 tensor -> {uint16_add_float32}")
 print(f"channels-last + channels-last -> channels-last output: {out_channels_last}")
 print(f"m.t() + m.t() -> output strides {transposed_out_stride} (m is 300x400; m.t() has strides "
       f"{m.t().stride()}, a fresh 400x300 tensor {torch.empty(400, 300).stride()})")
-print(f"uint16 with int32: {unsigned_error}")
 print(f"m.t() + m.t().contiguous() -> output strides {mixed_layout_stride}; "
       f"m.t().contiguous() + m.t() -> {mixed_layout_stride_reversed} (the first input's)")
 print(f"with a (400, 1) input broadcast: first {broadcast_first_stride}, second {broadcast_second_stride}")

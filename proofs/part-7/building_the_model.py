@@ -6,13 +6,16 @@ each nn.Linear allocates its weight and bias empty (torch/nn/modules/linear.py, 
 reset_parameters fills them in place with uniform_ (through init.kaiming_uniform_ and
 init.uniform_, torch/nn/init.py). nn.Module.__setattr__ (torch/nn/modules/module.py) files every
 Parameter assigned to a module under its _parameters and every sub-module under _modules
-(nn.Sequential files its children with add_module, into the same _modules); those
-dictionaries are all model.parameters() walks. Then .to("cpu") on a model already there, and the optimizer:
+(nn.Sequential files its children with add_module, into the same _modules); the script checks
+that model.parameters() is exactly the walk of those dictionaries, and that a Parameter set on a
+module with object.__setattr__ (bypassing Module.__setattr__) is not found. Then .to("cpu") on a
+model already there, and the optimizer:
 torch.optim.Adam keeps references to the very Parameter objects and makes its state lazily, on
 the first step (Adam._init_group in torch/optim/adam.py). The bytes of every tensor the program
 holds during a step are counted from their storages; the activations backward needs are
 counted by a saved_tensors_hooks pack hook (new storages only: a parameter or the batch is
-alive anyway).
+alive anyway), and compared with a prediction from the shapes: ReLU's output (batch x hidden
+floats) and the prediction (batch x 1 floats).
 """
 from collections import Counter
 
@@ -53,7 +56,11 @@ init_fills_in_place = construction_ops["uniform_.default"] == 4
 allocations_empty = construction_ops["empty.memory_format"] == 4
 
 registered = {name: list(module._parameters) for name, module in model.named_modules() if module._parameters}
-modules_registered = list(model._modules) == ["layers"] and len(model.layers._modules) == 3
+walked = [p for m in model.modules() for p in m._parameters.values()]
+parameters_walk_the_dictionaries = [id(p) for p in model.parameters()] == [id(p) for p in walked]
+hidden_away = nn.Linear(2, 2)
+object.__setattr__(hidden_away, "extra", nn.Parameter(torch.zeros(3)))  # not through Module.__setattr__
+bypass_is_not_found = all(p is not hidden_away.extra for p in hidden_away.parameters())
 param_names = [name for name, _ in model.named_parameters()]
 params = list(model.parameters())
 n_param_tensors = len(params)
@@ -94,7 +101,9 @@ optimizer.step()
 state_after_step = len(optimizer.state)
 state_keys = sorted(next(iter(optimizer.state.values())))
 state_key_list = ", ".join(state_keys)
-step_counter_dtype = str(next(iter(optimizer.state.values()))["step"].dtype)
+first_state = next(iter(optimizer.state.values()))
+step_counter_dtype = str(first_state["step"].dtype).replace("torch.", "")
+step_counter_on_cpu = all(s["step"].device.type == "cpu" and s["step"].dim() == 0 for s in optimizer.state.values())
 optimizer.zero_grad()
 grads_none_after_zero_grad = all(p.grad is None for p in params)
 
@@ -106,6 +115,9 @@ adam_state_bytes = exp_avg_bytes + exp_avg_sq_bytes + step_bytes
 adam_twice_params = exp_avg_bytes + exp_avg_sq_bytes == 2 * param_bytes
 data_bytes = nbytes(x) + nbytes(y)
 activation_bytes = sum(saved_new.values())
+batch, hidden = x.shape[0], model.layers[0].out_features
+predicted_activation_bytes = 4 * batch * hidden + 4 * batch * 1  # ReLU's output, and the prediction
+activations_as_predicted = activation_bytes == predicted_activation_bytes
 data_vs_params = data_bytes / param_bytes
 activations_vs_params = activation_bytes / param_bytes
 KIB = 1024
@@ -116,10 +128,13 @@ adam_state_kib = adam_state_bytes / KIB
 
 print(f"operators run while Net() was built: {dict(construction_ops)}")
 print(f"parameters registered by Module.__setattr__: {registered}")
+print(f"model.parameters() walks the modules' _parameters dictionaries: {parameters_walk_the_dictionaries}; "
+      f"a Parameter set with object.__setattr__ is not found: {bypass_is_not_found}")
 print(f"model.parameters(): {param_names} ({n_param_tensors} tensors, {n_params:,} numbers)")
 print(f"model.to('cpu') returned the same module: {same_module}; same storages: {to_cpu_copied_nothing}")
 print(f"Adam holds the very Parameter objects: {holds_same_objects}; "
       f"state entries before the first step: {state_before_step}, after: {state_after_step} {state_keys}")
+print(f"each step counter is a 0-d {step_counter_dtype} tensor on the CPU: {step_counter_on_cpu}")
 print(f"after zero_grad() every .grad is None: {grads_none_after_zero_grad}")
 print("\nbytes the program holds (storages):")
 rows = [("batch x and target y", data_bytes, "the whole run"),
@@ -131,6 +146,8 @@ for name, size, when in rows:
     print(f"  {name:<36}{size:>10,} B  ({when})")
 print(f"the data holds {data_vs_params:.0f} times the parameters' bytes, "
       f"the saved activations {activations_vs_params:.0f} times")
+print(f"predicted from the shapes, 4 B x ({batch} x {hidden} + {batch} x 1) = {predicted_activation_bytes:,} B "
+      f"for the activations: exactly what the pack hook saw: {activations_as_predicted}")
 
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 colors = ["C7", "C0", "C1", "C2", "C3"]

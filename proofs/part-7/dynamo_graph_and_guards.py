@@ -10,11 +10,13 @@ The guards are read from Dynamo's cache entry for the function's code object, th
 private torch._dynamo.eval_frame._debug_get_cache_entry_list and the entry's guard_manager
 (torch/_dynamo/guards.py); the script raises if they are gone. Printing the guard manager
 lists every guard by kind; guard_manager.check() evaluates them on new arguments, which is what
-Dynamo does before each call to decide whether the compiled code may run. Also private:
-torch._dynamo.reset().
+Dynamo does before each call to decide whether the compiled code may run. Then the global
+`model` is replaced, first by a new network of the same shapes (other parameter values, other
+objects), then by one with a hidden layer of 32, and the compiled function is called again: the
+graphs Dynamo compiled are counted. Also private: torch._dynamo.reset().
 """
+# proof: show-source
 import re
-import time
 from collections import Counter
 
 import matplotlib.pyplot as plt
@@ -28,6 +30,7 @@ y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
 model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
 loss_fn = nn.MSELoss()
 
+# proof: unfold
 graphs = []
 
 
@@ -43,9 +46,9 @@ def forward_and_loss(x, y):
 
 torch._dynamo.reset()
 compiled = torch.compile(forward_and_loss, backend=recording_backend)
-t0 = time.perf_counter()
-loss = compiled(x, y)
-capture_s = time.perf_counter() - t0
+loss = compiled(x, y)          # the first call traces, and hands the graph to the backend
+print(graphs[0].code)          # the FX graph, as Python code
+# proof: fold
 same_result = bool(torch.equal(loss, forward_and_loss(x, y)))
 n_graphs = len(graphs)
 graph = graphs[0].graph
@@ -95,51 +98,64 @@ with torch.no_grad():
 reasons["the same data under no_grad"] = reason_no_grad
 reuse_same_shape = verdicts["a new batch of the same shape"]
 rejects_all_others = not any(v for k, v in verdicts.items() if k != "a new batch of the same shape")
+guard_lines = [line for line in guard_text.splitlines() if "_MATCH: " in line]
+id_matched = sorted({re.search(r"___check_obj_id\((.*?), \d+\)", g).group(1) for g in guard_lines if "ID_MATCH" in g})
+module_type_guards = sum("TYPE_MATCH" in g and "type=<class 'torch.nn.modules." in g for g in guard_lines)
+module_id_guards = sum("ID_MATCH" in g and "type=<class 'torch.nn.modules." in g for g in guard_lines)
+modules_by_type_not_identity = module_type_guards == 5 and module_id_guards == 0  # Sequential, 2 Linear, ReLU, MSELoss
 
-print(f"captured {n_graphs} graph in {capture_s:.2f} s; it gives the same loss as eager: {same_result}")
+# Another network of the same shapes, then one of another width, in place of the global `model`.
+first_model = model
+model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+same_shape_loss = compiled(x, y)
+new_model_reuses_graph = len(graphs) == 1 and bool(torch.allclose(same_shape_loss, forward_and_loss(x, y)))
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+compiled(x, y)
+other_width_recompiles = len(graphs) == 2
+model = first_model
+
+print(f"captured {n_graphs} graph; it gives the same loss as eager: {same_result}")
 print(f"graph inputs ({n_graph_inputs}): {', '.join(placeholders)}")
 print(f"graph calls ({n_graph_calls}): {graph_call_list}")
-print(graphs[0].code.strip())
 print(f"\n{n_guards} guards: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
 print("the tensor guards:")
 for g in tensor_guards:
     print("  " + g)
 print("  " + global_state_line[:160] + "...")
+print(f"ID_MATCH (object identity) on: {', '.join(id_matched)}")
+print(f"nn.Module objects checked by type (TYPE_MATCH): {module_type_guards}; by identity (ID_MATCH): "
+      f"{module_id_guards}")
 print("\nguard_manager.check() on new arguments:")
 for name, ok in verdicts.items():
     print(f"  {name:<36} {'reuse' if ok else 'recompile'}"
           + (f"   ({reasons[name]})" if name in reasons else ""))
 
-# Figure: the captured graph, drawn layer by layer.
-depth = {}
-for node in graph.nodes:
-    parents = [a for a in node.all_input_nodes]
-    depth[node] = 1 + max((depth[p] for p in parents), default=-1)
-layers = {}
-for node in graph.nodes:
-    layers.setdefault(depth[node], []).append(node)
-position = {}
-for d, nodes in layers.items():
-    for i, node in enumerate(nodes):
-        position[node] = (d, -(i - (len(nodes) - 1) / 2))
-fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-for node in graph.nodes:
-    for parent in node.all_input_nodes:
-        (x0, y0), (x1, y1) = position[parent], position[node]
-        ax.annotate("", (x1 - 0.28, y1), (x0 + 0.28, y0),
-                    arrowprops={"arrowstyle": "->", "color": "C7", "lw": 1})
-for node, (px, py) in position.items():
-    if node.op == "placeholder":
-        label, color = re.sub(r"^(g_model_modules_|l_)", "", node.name).replace("_parameters_", ".").strip("_"), "C0"
-    elif node.op == "output":
-        label, color = "output", "C7"
-    else:
-        label, color = getattr(node.target, "__name__", str(node.target)), "C1"
-    ax.text(px, py, label, ha="center", va="center", fontsize=8,
-            bbox={"boxstyle": "round", "facecolor": color, "alpha": 0.35, "edgecolor": color})
-ax.set_xlim(-0.6, max(layers) + 0.6)
-ax.set_ylim(-3.2, 3.2)
-ax.axis("off")
-ax.set_title(f"The FX graph Dynamo captured: {n_graph_inputs} inputs, {n_graph_calls} calls, "
-             f"guarded by {n_guards} guards")
+print(f"\na new network of the same shapes in place of `model` reused the graph: {new_model_reuses_graph}; "
+      f"one with a hidden layer of 32 was compiled again: {other_width_recompiles}")
+
+# Figure: the guards, by kind, with what each kind checked here.
+WHAT = {
+    "DIMENSION_DYNAMIC_MARKING_GUARD": "no size marked dynamic by hand (5 per tensor)",
+    "TYPE_MATCH": "the type of each module, hook and parameter dict",
+    "ID_MATCH": "the identity of Python modules, builtins, code",
+    "TENSOR_MATCH": "each tensor: keys, dtype, grad, sizes, strides",
+    "DICT_CONTAINS": "no module instance has its own forward",
+    "EQUALS_MATCH": "constants read: module names, reduction",
+    "LAMBDA_GUARD": "ambient state (saved-tensor hooks, ...)",
+    "GLOBAL_STATE": "grad mode, threads, autocast, ...",
+    "TORCH_FUNCTION_MODE_STACK": "the same torch-function modes active",
+    "DEFAULT_DEVICE": "no default device set",
+    "NO_TENSOR_ALIASING": "x and y are different tensors",
+    "FALSE_MATCH": "ReLU's inplace is False",
+}
+ordered = kinds.most_common()
+fig, ax = plt.subplots(figsize=(8, 3.9), layout="constrained")
+ax.barh(range(len(ordered)), [n for _, n in ordered], color="C0", alpha=0.7)
+for i, (kind, n) in enumerate(ordered):
+    ax.text(n, i, f" {n}   {WHAT.get(kind, '')}", va="center", fontsize=7.5)
+ax.set_yticks(range(len(ordered)), [k for k, _ in ordered], fontsize=7)
+ax.invert_yaxis()
+ax.set_xlim(0, max(n for _, n in ordered) * 2.3)
+ax.set_xlabel("guards of this kind")
+ax.set_title(f"The {n_guards} guards on Figure 1's compiled forward pass, by kind")
 plt.show()

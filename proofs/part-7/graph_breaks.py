@@ -15,6 +15,8 @@ graph; and the whole of Figure 1's step (forward, loss, backward, step, zero_gra
 Finally fullgraph=True, which turns the first break into an error.
 """
 import logging
+import os
+import re
 import time
 
 import matplotlib.pyplot as plt
@@ -26,6 +28,18 @@ logging.getLogger("torch._dynamo").setLevel(logging.ERROR)  # the script prints 
 counters = getattr(torch._dynamo.utils, "counters", None)
 if counters is None:
     raise RuntimeError("torch._dynamo.utils.counters is gone: this proof counts breaks there")
+break_records = []
+
+
+class Catch(logging.Handler):
+    def emit(self, record):
+        break_records.append(record.getMessage())
+
+
+torch._logging.set_logs(graph_breaks=True)
+break_log = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+break_log.handlers = [Catch()]
+break_log.propagate = False
 
 torch.manual_seed(0)
 x = torch.randn(1024, 8)
@@ -70,13 +84,26 @@ def recording_backend(gm, example_inputs):
     return gm.forward
 
 
-def short(reason):
-    first = reason.splitlines()[0]
-    for key, name in [("print", "print()"), ("item", ".item()"), ("backward", "backward()"),
-                      ("graph_break()", "torch._dynamo.graph_break()"), ("skipped", "zero_grad: skipped")]:
-        if key in reason:
-            return name
-    return first[:40]
+def where_and_why(message):
+    """(file name, function-level label) for one graph_breaks record."""
+    place = re.search(r"in user code at (.+?):(\d+)", message)
+    if place is None:
+        raise RuntimeError(f"a graph_breaks record without its place: {message[:200]!r}")
+    file = os.path.basename(place.group(1))
+    why = message.split("Graph Break Reason:", 1)[1].strip().split("\n\n", 1)[1].splitlines()[0]
+    if "Tensor.backward()" in why:
+        label = "backward()"
+    elif "graph_break()" in why and file == "optimizer.py":
+        label = "graph_break() in optimizer.py"
+    elif "marked as skipped" in why and "Optimizer.zero_grad" in message:
+        label = "zero_grad: skipped"
+    elif "Tensor.item()" in why:
+        label = ".item()"
+    elif "print" in message.split("User code traceback", 1)[0] or "builtin operator" in why:
+        label = "print()"
+    else:
+        label = why[:40]
+    return file, label
 
 
 def run(fn, capture_scalars=False):
@@ -84,14 +111,19 @@ def run(fn, capture_scalars=False):
     torch._dynamo.reset()
     counters.clear()
     graphs.clear()
+    break_records.clear()
     torch._dynamo.config.capture_scalar_outputs = capture_scalars
     t0 = time.perf_counter()
     torch.compile(fn, backend=recording_backend)(x, y)
     seconds = time.perf_counter() - t0
     torch._dynamo.config.capture_scalar_outputs = False
+    counted = sum(counters["graph_break"].values())
+    if counted != len(break_records):
+        raise RuntimeError(f"Dynamo's counters saw {counted} breaks, its graph_breaks log {len(break_records)}")
     reasons = {}
-    for reason, n in counters["graph_break"].items():
-        reasons[short(reason)] = reasons.get(short(reason), 0) + n
+    for message in break_records:
+        _, label = where_and_why(message)
+        reasons[label] = reasons.get(label, 0) + 1
     return list(graphs), reasons, seconds
 
 
@@ -120,7 +152,10 @@ step_reasons = results["Figure 1's whole step"][1]
 optimizer_graph_calls = max(results["Figure 1's whole step"][0])
 step_break_list = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in step_reasons.items())
 breaks_at_backward = step_reasons.get("backward()", 0) == 1
-optimizer_breaks_itself = step_reasons.get("torch._dynamo.graph_break()", 0) == 2
+optimizer_breaks_itself = step_reasons.get("graph_break() in optimizer.py", 0) == 2
+zero_grad_skipped = step_reasons.get("zero_grad: skipped", 0) == 1
+step_pieces = step_breaks + 1
+pieces_without_a_graph = step_pieces - step_graphs
 
 torch._dynamo.reset()
 try:

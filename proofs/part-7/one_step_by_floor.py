@@ -3,8 +3,8 @@
 Runs Figure 1's program (the same network, data, loss and Adam) for three steps, then takes a
 fourth step line by line and counts, for each line, what happened on each floor:
 
-  floor 2  Python functions that ran inside torch's own .py files (sys.setprofile 'call' events
-           whose code lives in the installed torch package);
+  floor 2  Python calls inside torch's own .py files (sys.setprofile 'call' events whose code
+           lives in the installed torch package: a function starting, or a generator resuming);
   floor 3  calls at torch's API, as a TorchFunctionMode sees them (torch.overrides): the
            generated bindings (torch functions, Tensor methods and properties, operators such as
            `a / b`) and the Python functions of torch that check for overrides, such as F.relu;
@@ -17,14 +17,19 @@ fourth step line by line and counts, for each line, what happened on each floor:
   floor 6  operators among those of floor 4 that ran a kernel over data: views excluded
            (OpOverload.is_view, from the schema's alias annotations) and so are operators of the
            `profiler` namespace, which only mark a region;
-  floor 7  bytes of fresh storage the line's operators created (outputs of operators that are
-           not views, whose storage is not one of the inputs');
+  floor 7  KiB of new storage held by the outputs of the line's operators (outputs of operators
+           that are not views, whose storage is not one of the inputs'; temporaries an operator
+           makes and frees inside its kernel are not counted);
   floor 8  values copied from a tensor into Python (aten::_local_scalar_dense, what .item()
            calls): on a GPU these are the points where the host waits.
 
 Floors 3 to 8 are counted on the fourth step, floor 2 on the fifth with no mode active (a
 mode runs Python of its own inside torch). The first step is left out because Adam creates its
 state on it (work that happens once). All counts are exact: integers.
+
+Backward's detach operators are accounted for by a second backward while every .grad already
+exists: AccumulateGrad takes a fresh gradient as the parameter's .grad with detach()
+(torch/csrc/autograd/functions/accumulate_grad.h) only when there is none yet.
 """
 import os
 import sys
@@ -141,8 +146,8 @@ if not (torch.ops.aten.t.default.is_view and not torch.ops.aten.mm.default.is_vi
 
 LINES = ["pred = model(x)", "loss = loss_fn(pred, y)", "loss.backward()",
          "optimizer.step()", "optimizer.zero_grad()", "losses.append(loss.item())"]
-FLOORS = {2: "Python in torch", 3: "API calls", 4: "operators", 5: "autograd nodes",
-          6: "kernels over data", 7: "fresh KiB", 8: "values read"}
+FLOORS = {2: "Python calls", 3: "API calls", 4: "operators", 5: "autograd nodes",
+          6: "kernels over data", 7: "new KiB", 8: "values read"}
 state = {}
 
 
@@ -164,6 +169,7 @@ def run_line(i):
 
 counts = {}       # line -> {floor: count}
 op_names = {}     # line -> Counter of operator names
+op_names_raw = {}  # line -> the OpOverloads, in order
 nodes_before = set()
 for i, line in enumerate(LINES):
     if i == 2:  # backward: count the nodes it runs, with a pre-hook on each
@@ -194,10 +200,22 @@ for i, line in enumerate(LINES):
         8: sum(op.__name__ == "_local_scalar_dense.default" for op in operators.ops),
     }
     op_names[line] = Counter(f"{op.namespace}::{op.__name__}" for op in operators.ops)
+    op_names_raw[line] = list(operators.ops)
 
 # Floor 2 on the next step, with no mode active: the modes run Python of their own in torch.
 for i, line in enumerate(LINES):
     _, counts[line][2] = python_calls(lambda: run_line(i))
+
+# Backward's detaches: the same backward again, with every .grad already there.
+optimizer.zero_grad()
+loss_fn(model(x), y).backward()           # now every parameter has a .grad
+again = loss_fn(model(x), y)
+with Operators() as operators_with_grads:
+    again.backward()                      # AccumulateGrad adds into the existing .grad
+optimizer.zero_grad()
+backward_detaches = sum(op.__name__ == "detach.default" for op in op_names_raw[LINES[2]])
+detaches_with_grads = sum(op.__name__ == "detach.default" for op in operators_with_grads.ops)
+accumulate_grad_detaches = backward_detaches - detaches_with_grads
 
 # Values the page cites.
 step_ops = sum(c[4] for c in counts.values())
@@ -221,6 +239,8 @@ loss_op_list = ", ".join(op_names[LINES[1]])
 backward_op_list = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in op_names[LINES[2]].items())
 optimizer_op_list = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in op_names[LINES[3]].items())
 fresh_kib_step = sum(c[7] for c in counts.values())
+marker_ops = sum(n.startswith("profiler::") for c in op_names.values() for n in c.elements())
+step_python_calls = sum(c[2] for c in counts.values())
 
 print("Figure 1's step, line by line (the 4th step; counts are exact)")
 print(f"{'line':<30}" + "".join(f"{f'{f} ' + name:>22}" for f, name in FLOORS.items()))
@@ -228,11 +248,14 @@ for line in LINES:
     print(f"{line:<30}" + "".join(f"{counts[line][f]:>22,}" for f in FLOORS))
 print(f"backward ran each node the forward pass and the loss recorded, once, and no other: "
       f"{ran_exactly_the_recorded_nodes}")
+print(f"backward's detach calls: {backward_detaches} with every .grad None, {detaches_with_grads} when the "
+      f".grads already exist: {accumulate_grad_detaches} are AccumulateGrad taking a new gradient")
 print()
 for line in LINES:
     ops = ", ".join(f"{n} x{k}" for n, k in op_names[line].items()) or "(none)"
     print(f"{line}: {ops}")
-print(f"\n{step_ops} operators in one step; optimizer.step() alone ran {optimizer_ops} "
+print(f"\n{step_ops} operators in one step ({marker_ops} of them the profiler's region markers); "
+      f"optimizer.step() alone ran {optimizer_ops} "
       f"({optimizer_aten_ops} aten, for {n_params} parameter tensors); "
       f"forward and loss {forward_ops}, backward {backward_ops}")
 

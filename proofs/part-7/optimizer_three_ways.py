@@ -17,7 +17,16 @@ floats each, and for 4 tensors of 262,144: the CPU time of the calling thread
 (time.thread_time_ns), a batch of 20 steps (4 for the two largest cases), the three implementations interleaved in a rotating
 order within each of 7 rounds; each number is the lowest batch mean over the rounds (other
 programs only add time). All three start from the same parameters and gradients, and the
-parameters they reach after the timed steps are compared.
+parameters they reach after the timed steps are compared, case by case.
+
+For the 4 big tensors it predicts each time from the bytes moved: a plain copy of the same
+tensors, timed in the same rounds, gives this machine's speed for reading and writing them, and
+each implementation's passes over a tensor's worth of memory are counted from its code
+(_single_tensor_adam: lerp_ reads 2 and writes 1, mul_ 1 and 1, addcmul_ 3 and 1, sqrt 1 and 1,
+the division 1 and 1, add_ 1 and 1, addcdiv_ 3 and 1: 19 passes; the fused kernel reads the
+parameter, its gradient and both averages and writes three of them back: 7 passes). The
+prediction holds where the kernels are vectorised: torch.backends.cpu.get_cpu_capability() is
+read, and with none (DEFAULT) the arithmetic, not the memory, sets the time.
 """
 import contextlib
 import importlib.util
@@ -87,6 +96,7 @@ default_ops = seen.names
 default_is_for_loop = not any(n.startswith("_foreach") or n.startswith("_fused") for n in default_ops)
 ops_per_step = {}
 foreach_kernels = {}  # n -> the number of _foreach_ operators in one foreach step
+foreach_fixed = {}    # n -> the operators of one foreach step other than the step counters' reads
 for kind, options in KINDS.items():
     for n in (4, 64):
         _, opt = make(n, NUMEL, **options)
@@ -95,7 +105,11 @@ for kind, options in KINDS.items():
         ops_per_step[kind, n] = sum(seen.names.values())
         if kind == "foreach":
             foreach_kernels[n] = sum(k for name, k in seen.names.items() if name.startswith("_foreach"))
-            foreach_reads_per_tensor = seen.names["_local_scalar_dense"] / n
+            foreach_fixed[n] = sum(k for name, k in seen.names.items() if name != "_local_scalar_dense")
+            foreach_reads_per_tensor = seen.names["_local_scalar_dense"] // n
+            foreach_lift_fresh = seen.names["lift_fresh"]
+        if kind == "fused":
+            fused_op_names = ", ".join(sorted(seen.names))
         if n == 4:
             print(f"{kind:>8}, 4 tensors: {dict(seen.names)}")
 loop_ops_4, loop_ops_64 = ops_per_step["for-loop", 4], ops_per_step["for-loop", 64]
@@ -103,7 +117,9 @@ foreach_ops_4, foreach_ops_64 = ops_per_step["foreach", 4], ops_per_step["foreac
 fused_ops_4, fused_ops_64 = ops_per_step["fused", 4], ops_per_step["fused", 64]
 fused_op_seen = ops_per_step["fused", 4] <= 3
 loop_ops_grow = ops_per_step["for-loop", 64] == 16 * ops_per_step["for-loop", 4]
-foreach_ops_flat = foreach_kernels[64] == foreach_kernels[4]
+foreach_ops_flat = foreach_kernels[64] == foreach_kernels[4] and foreach_fixed[64] == foreach_fixed[4]
+foreach_foreach_ops = foreach_kernels[4]
+foreach_fixed_ops = foreach_fixed[4]
 
 # On the CPU a _foreach_ operator is a loop in C++: the profiler sees one operator per tensor under it.
 _, opt = make(4, NUMEL, foreach=True)
@@ -145,7 +161,17 @@ foreach_cpu_is_slow_path = foreach_sqrt_cpu_kernel.endswith("_slow") and not for
 # Timing: rounds of interleaved batches, lowest batch mean.
 cases = [(n, NUMEL) for n in COUNTS] + [(4, BIG)]
 setups = {(case, kind): make(*case, **options) for case in cases for kind, options in KINDS.items()}
+copy_src = [torch.randn(BIG) for _ in range(4)]
+copy_dst = [torch.empty(BIG) for _ in range(4)]
+
+
+def plain_copy():
+    for src, dst in zip(copy_src, copy_dst):
+        dst.copy_(src)
+
+
 best = {key: float("inf") for key in setups}
+best_copy_us = float("inf")
 for r in range(ROUNDS):
     for case in cases:
         order = list(KINDS)[r % 3:] + list(KINDS)[:r % 3]
@@ -157,12 +183,32 @@ for r in range(ROUNDS):
             for _ in range(steps):
                 opt.step()
             best[case, kind] = min(best[case, kind], (time.thread_time_ns() - t0) / steps / 1e3)
+        if case == (4, BIG):
+            plain_copy()  # untimed
+            t0 = time.thread_time_ns()
+            for _ in range(steps):
+                plain_copy()
+            best_copy_us = min(best_copy_us, (time.thread_time_ns() - t0) / steps / 1e3)
 
-# Same start, same steps: do they agree?
-final = {kind: torch.cat([p.detach() for p in setups[(16, NUMEL), kind][0]]) for kind in KINDS}
-loop_equals_foreach = bool(torch.equal(final["for-loop"], final["foreach"]))
-fused_max_diff = float((final["fused"] - final["for-loop"]).abs().max())
+# Same start, same steps: do they agree, in every case?
+final = {(case, kind): torch.cat([p.detach() for p in setups[case, kind][0]]) for case in cases for kind in KINDS}
+loop_equals_foreach = all(torch.equal(final[case, "for-loop"], final[case, "foreach"]) for case in cases)
+fused_max_diff = max(float((final[case, "fused"] - final[case, "for-loop"]).abs().max()) for case in cases)
 fused_agrees = fused_max_diff < 1e-5
+
+# Bytes over bandwidth, for the 4 big tensors.
+vector_kernels = torch.backends.cpu.get_cpu_capability() != "DEFAULT"
+cpu_capability = torch.backends.cpu.get_cpu_capability()
+pass_bytes = 4 * BIG * 4                         # one pass over the 4 tensors' worth of float32
+seconds_per_pass = best_copy_us / 2              # a copy reads one pass and writes one
+LOOP_PASSES, FUSED_PASSES = 19, 7
+predicted_loop_big_us = LOOP_PASSES * seconds_per_pass
+predicted_fused_big_us = FUSED_PASSES * seconds_per_pass
+copy_gb_per_s = 2 * pass_bytes / (best_copy_us * 1e-6) / 1e9
+loop_big_us = best[(4, BIG), "for-loop"]
+fused_big_us = best[(4, BIG), "fused"]
+loop_big_over_predicted = loop_big_us / predicted_loop_big_us
+fused_big_over_predicted = fused_big_us / predicted_fused_big_us
 
 us = {kind: [best[(n, NUMEL), kind] for n in COUNTS] for kind in KINDS}
 figure_1_loop_us = best[(4, NUMEL), "for-loop"]
@@ -172,6 +218,7 @@ foreach_vs_loop_many = best[(256, NUMEL), "for-loop"] / best[(256, NUMEL), "fore
 fused_vs_foreach_many = best[(256, NUMEL), "foreach"] / best[(256, NUMEL), "fused"]
 fused_vs_loop_big = best[(4, BIG), "for-loop"] / best[(4, BIG), "fused"]
 foreach_vs_loop_big = best[(4, BIG), "for-loop"] / best[(4, BIG), "foreach"]
+fused_vs_foreach_big = best[(4, BIG), "foreach"] / best[(4, BIG), "fused"]
 loop_us_per_tensor = (best[(256, NUMEL), "for-loop"] - best[(4, NUMEL), "for-loop"]) / 252
 fused_us_per_tensor = (best[(256, NUMEL), "fused"] - best[(4, NUMEL), "fused"]) / 252
 fused_fastest_everywhere = all(best[c, "fused"] < min(best[c, "for-loop"], best[c, "foreach"]) for c in cases)
@@ -188,16 +235,24 @@ for case in cases:
     print(f"{case[0]:>7} x {case[1]:>8,}" + "".join(f"{best[case, k]:>11.1f}" for k in KINDS))
 print(f"fused vs for-loop: {fused_vs_loop_few:.1f}x at 4 tensors, {fused_vs_loop_many:.1f}x at 256, "
       f"{fused_vs_loop_big:.1f}x at 4 x {BIG:,}; foreach vs for-loop at 256: {foreach_vs_loop_many:.2f}x")
-print(f"after the same steps: for-loop == foreach bit for bit: {loop_equals_foreach}; "
+print(f"after the same steps, in every case: for-loop == foreach bit for bit: {loop_equals_foreach}; "
       f"fused differs by at most {fused_max_diff:.1e}")
+print(f"\n4 x {BIG:,} floats, bytes over bandwidth (kernels: {cpu_capability}): a plain copy of them took "
+      f"{best_copy_us:.0f} µs ({copy_gb_per_s:.1f} GB/s read + write)")
+print(f"  for-loop, {LOOP_PASSES} passes: predicted {predicted_loop_big_us:.0f} µs, measured {loop_big_us:.0f} µs "
+      f"({loop_big_over_predicted:.2f}x)")
+print(f"  fused, {FUSED_PASSES} passes: predicted {predicted_fused_big_us:.0f} µs, measured {fused_big_us:.0f} µs "
+      f"({fused_big_over_predicted:.2f}x)")
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
 for i, kind in enumerate(KINDS):
     left.loglog(COUNTS, us[kind], "o-", color=f"C{i}", label=kind, base=2)
     left.plot([4], [best[(4, BIG), kind] / 16], marker="*", color=f"C{i}", markersize=10, linestyle="")
+left.plot([4], [predicted_loop_big_us / 16], marker="_", color="C0", markersize=14, linestyle="")
+left.plot([4], [predicted_fused_big_us / 16], marker="_", color="C2", markersize=14, linestyle="")
 left.set_xlabel("parameter tensors (1,024 floats each)")
 left.set_ylabel("µs per optimizer.step()")
-left.set_title("Time per step (★: 4 × 262,144 floats, ÷16)", fontsize=10)
+left.set_title("Time per step\n(★: 4 × 262,144 floats, ÷16; –: bytes predict)", fontsize=10)
 left.legend(fontsize=8)
 right.bar(range(3), [ops_per_step[k, 64] for k in KINDS], color=["C0", "C1", "C2"])
 for i, k in enumerate(KINDS):

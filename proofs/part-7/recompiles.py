@@ -12,6 +12,10 @@ raises without. After a size has changed once, Dynamo marks it dynamic (automati
 shapes, torch._dynamo.config.automatic_dynamic_shapes) and the next graph takes any size
 there. The number of graphs Dynamo keeps per function is torch._dynamo.config.recompile_limit
 (private module; read here). Also private: torch._dynamo.reset().
+
+Last, the same function (a copy of its code) with the batch dimension marked dynamic before the
+first call, with torch._dynamo.mark_dynamic: its first graph already takes the batch as a
+symbol, and a batch of 512 reuses it.
 """
 import logging
 import textwrap
@@ -121,9 +125,27 @@ graphs_kept = len(torch._dynamo.eval_frame._debug_get_cache_entry_list(forward_a
 print(f"{'call':<24}{'':<10}{'graphs':>7}  reason")
 for name, again, why, kept in timeline:
     print(f"{name:<24}{'COMPILED' if again else 'reused':<10}{kept:>7}  {why}")
+# The batch dimension marked dynamic before the first call.
+def forward_and_loss_marked(x, y):
+    return loss_fn(model(x), y)
+
+
+marked = torch.compile(forward_and_loss_marked, backend=recording_backend)
+before_marked = len(graphs)
+x_marked, y_marked = x.clone(), y.clone()
+torch._dynamo.mark_dynamic(x_marked, 0)
+torch._dynamo.mark_dynamic(y_marked, 0)
+marked(x_marked, y_marked)
+marked(*batches[512])
+marked_graphs = len(graphs) - before_marked
+marked_first_graph_dynamic = graphs[before_marked]["symbolic sizes"] > 0
+marked_512_reused = marked_graphs == 1
+
 print(f"\n{n_calls} calls: {n_compiles} compiles ({recompiles} recompiles), {reused} reused a graph; "
       f"graphs kept for the function: {graphs_kept} (limit: recompile_limit = {recompile_limit})")
-print(f"symbolic sizes in each graph's inputs: {[g['symbolic sizes'] for g in graphs]}")
+print(f"symbolic sizes in each graph's inputs: {[g['symbolic sizes'] for g in graphs[:before_marked]]}")
+print(f"with the batch dimension marked dynamic before the first call: {marked_graphs} graph for batches of "
+      f"1024 and 512; its first graph takes the batch as a symbol: {marked_first_graph_dynamic}")
 
 fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 kept = [k for *_, k in timeline]

@@ -1,10 +1,11 @@
-"""Figure 1's step costs the same for any small model, then grows with the work: where the two meet.
+"""Figure 1's step costs about the same for any small model, then grows with the work: where the two meet.
 
 Widens the hidden layer of Figure 1's network (Linear(8, H), ReLU, Linear(H, 1), MSE, Adam,
 batch 1024) from H = 1 to H = 4096 and times one training step, split into forward (model and
 loss), backward, and the optimizer (step, zero_grad, item). A TorchDispatchMode
 (torch.utils._python_dispatch, an underscore module documented for extending PyTorch) counts
-the operators of one step at the narrowest and the widest: the same, for only the tensors grow. One intra-op thread; CPU time of the calling thread
+the operators of one step at the narrowest and the widest, by name: the same, for only the
+tensors grow. One intra-op thread; CPU time of the calling thread
 (time.thread_time_ns). Seven rounds, each timing every width in turn, in ascending then
 descending order (a short batch of steps after two untimed ones), so a burst of load elsewhere
 spoils a round, not a width; each number is the median step of a batch, in the round where that
@@ -18,6 +19,7 @@ between the two measured widths around it.
 """
 import math
 import statistics
+from collections import Counter
 import time
 
 import matplotlib.pyplot as plt
@@ -59,10 +61,10 @@ def step(model, optimizer):
 class CountOps(TorchDispatchMode):
     def __init__(self):
         super().__init__()
-        self.n = 0
+        self.names = Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.n += 1
+        self.names[str(func)] += 1
         return func(*args, **(kwargs or {}))
 
 
@@ -71,9 +73,9 @@ for width in (WIDTHS[0], WIDTHS[-1]):
     step(*setups[width])  # the first step also creates Adam's state
     with CountOps() as counter:
         step(*setups[width])
-    operators[width] = counter.n
-same_operators = operators[WIDTHS[0]] == operators[WIDTHS[-1]]
-operators_per_step = operators[WIDTHS[0]]
+    operators[width] = counter.names
+same_operators = operators[WIDTHS[0]] == operators[WIDTHS[-1]]   # the same names, as many times each
+operators_per_step = sum(operators[WIDTHS[0]].values())
 
 rounds = {w: [] for w in WIDTHS}
 for r in range(ROUNDS):
@@ -119,7 +121,8 @@ for w in WIDTHS:
     mark = "  <- Figure 1" if w == FIGURE_1_WIDTH else ""
     print(f"{w:>6}{params[w]:>10,}{f:>10.0f}{b:>10.0f}{o:>11.0f}{step_us[w]:>10.0f}"
           f"{step_us[w] / machinery_us:>7.1f}{mark}")
-print(f"operators per step: {operators} (the same at the narrowest and the widest: {same_operators})")
+print(f"operators per step: {operators_per_step} at H={WIDTHS[0]}, {sum(operators[WIDTHS[-1]].values())} at "
+      f"H={WIDTHS[-1]}; the same operators, name by name: {same_operators}")
 print(f"machinery (H=1): {machinery_us:.0f} µs; the step costs twice that at H = {crossover_width:.0f}")
 print(f"at Figure 1's width the machinery is {figure_1_machinery_share:.0%} of the step; "
       f"at H=4096, {largest_machinery_share:.1%}")
@@ -151,6 +154,6 @@ share.axhline(0.5, color="C7", linestyle="--", linewidth=1)
 share.set_ylim(0, 1.05)
 share.set_xlabel("hidden width H (log scale)")
 share.set_ylabel("share of the step")
-share.set_title("Machinery's share (step at H=1 / step)")
+share.set_title("Machinery's share of the step")
 fig.suptitle("From overhead-bound to kernel-bound: Figure 1's network, widened")
 plt.show()

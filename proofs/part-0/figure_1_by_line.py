@@ -1,0 +1,233 @@
+"""Figure 1's training step, line by line: which floors each line reaches, and what it costs.
+
+Runs Figure 1's program (the same network, data, loss and Adam, on the CPU) and takes its loop
+apart. For each of the six lines of a step it counts, on one step (the fourth: Adam makes its
+state on the first), what reached each floor:
+  1  the line itself;
+  2  Python functions that ran inside torch's own .py files (sys.setprofile);
+  3  calls at torch's API, as a TorchFunctionMode sees them (torch.overrides);
+  4  operators the dispatcher ran, as a TorchDispatchMode sees them (torch.utils._python_dispatch,
+     an underscore module documented for extending PyTorch);
+  5  autograd nodes: recorded by a forward line, run by backward (a pre-hook on every node);
+  6  operators that ran a kernel over data (views left out: OpOverload.is_view);
+  7  fresh memory: storage that the line's operators created;
+  8  values copied from a tensor into Python (aten::_local_scalar_dense, what .item() runs):
+     where the tensor lives on a GPU, the points where Python waits for the device.
+Floor 2 is counted on the next step with no mode active (a mode runs Python of its own). Then
+it times each line: the CPU time of the calling thread (time.thread_time_ns) around each line,
+on one intra-op thread, median over 200 steps after 20 warm-up steps.
+"""
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
+
+torch.set_num_threads(1)
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+# Figure 1's program, on the CPU.
+torch.manual_seed(0)
+x = torch.randn(1024, 8)
+y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+model = Net()
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+losses = []
+
+LINES = {  # short name: the line as Figure 1 writes it
+    "forward": "pred = model(x)",
+    "loss": "loss = loss_fn(pred, y)",
+    "backward": "loss.backward()",
+    "optim_step": "optimizer.step()",
+    "zero_grad": "optimizer.zero_grad()",
+    "item": "losses.append(loss.item())",
+}
+state = {}
+
+
+def run_line(name):
+    """Run one line of the step, reading and writing the step's variables in `state`."""
+    if name == "forward":
+        state["pred"] = model(x)
+    elif name == "loss":
+        state["loss"] = loss_fn(state["pred"], y)
+    elif name == "backward":
+        state["loss"].backward()
+    elif name == "optim_step":
+        optimizer.step()
+    elif name == "zero_grad":
+        optimizer.zero_grad()
+    else:
+        losses.append(state["loss"].item())
+
+
+class ApiCalls(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def tensors(tree):
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif isinstance(tree, (tuple, list)):
+        for item in tree:
+            yield from tensors(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from tensors(item)
+
+
+class Operators(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops, self.fresh_bytes = [], 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.ops.append(func)
+        if not func.is_view:
+            inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
+            fresh = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                     for t in tensors(out) if t.untyped_storage().data_ptr() not in inputs}
+            self.fresh_bytes += sum(fresh.values())
+        return out
+
+
+def graph_nodes(tensor):
+    found, todo = set(), [tensor.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in found:
+            found.add(node)
+            todo.extend(child for child, _ in node.next_functions)
+    return found
+
+
+def python_calls_in_torch(name):
+    calls = 0
+
+    def profile(frame, event, arg):
+        nonlocal calls
+        if event == "call" and frame.f_code.co_filename.startswith(TORCH_DIR):
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        run_line(name)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+if not (torch.ops.aten.t.default.is_view and not torch.ops.aten.mm.default.is_view):
+    raise RuntimeError("OpOverload.is_view no longer tells views apart: this proof reads it")
+
+for _ in range(3):  # Adam makes its state on the first step
+    for name in LINES:
+        run_line(name)
+
+counts = {}
+recorded = set()
+for name in LINES:
+    if name == "backward":
+        ran = []
+        hooks = [n.register_prehook(lambda grads, n=n: ran.append(n)) for n in graph_nodes(state["loss"])]
+    api, operators = ApiCalls(), Operators()
+    with api, operators:
+        run_line(name)
+    if name == "backward":
+        for hook in hooks:
+            hook.remove()
+        nodes = len(ran)
+    elif name in ("forward", "loss"):
+        now = graph_nodes(state["pred" if name == "forward" else "loss"])
+        nodes, recorded = len(now - recorded), recorded | now
+    else:
+        nodes = 0
+    counts[name] = {1: 1, 3: api.count, 4: len(operators.ops), 5: nodes,
+                    6: sum(not op.is_view and op.namespace != "profiler" for op in operators.ops),
+                    7: operators.fresh_bytes,
+                    8: sum(op.__name__ == "_local_scalar_dense.default" for op in operators.ops)}
+for name in LINES:  # floor 2 on the next step, with no mode active
+    counts[name][2] = python_calls_in_torch(name)
+
+# Time each line: thread CPU time, one thread, median over the steps.
+WARMUP, STEPS = 20, 200
+clock = time.thread_time_ns
+times = {name: [] for name in LINES}
+for i in range(WARMUP + STEPS):
+    for name in LINES:
+        t0 = clock()
+        run_line(name)
+        if i >= WARMUP:
+            times[name].append((clock() - t0) / 1e3)
+us = {name: statistics.median(t) for name, t in times.items()}
+whole_step_us = statistics.median(sum(ts) for ts in zip(*times.values()))
+
+floors = {name: ", ".join(str(f) for f in range(1, 9) if counts[name][f] > 0) for name in LINES}
+# The values the page cites: each line's floors, its time, and its operators.
+forward_floors, forward_us, forward_ops = floors["forward"], us["forward"], counts["forward"][4]
+loss_floors, loss_us, loss_ops = floors["loss"], us["loss"], counts["loss"][4]
+backward_floors, backward_us, backward_ops = floors["backward"], us["backward"], counts["backward"][4]
+optim_step_floors, optim_step_us, optim_step_ops = floors["optim_step"], us["optim_step"], counts["optim_step"][4]
+zero_grad_floors, zero_grad_us, zero_grad_ops = floors["zero_grad"], us["zero_grad"], counts["zero_grad"][4]
+item_floors, item_us, item_ops = floors["item"], us["item"], counts["item"][4]
+whole_step_ops = sum(counts[name][4] for name in LINES)
+
+print(f"Figure 1's step, line by line: counts on one step, times on one thread "
+      f"(median over {STEPS} steps after {WARMUP})")
+header = "".join(f"{f:>7}" for f in range(1, 9))
+print(f"{'line':28s}{header}{'µs':>9}")
+for name, line in LINES.items():
+    cells = "".join(f"{counts[name][f] if f != 7 else round(counts[name][f] / 1024):>7}"
+                    for f in range(1, 9))
+    print(f"{line:28s}{cells}{us[name]:9.1f}")
+print("floors: 1 line, 2 Python functions in torch, 3 API calls, 4 operators, 5 autograd nodes,")
+print("        6 kernels over data, 7 fresh KiB, 8 values copied to Python")
+print(f"whole step: {whole_step_us:,.0f} µs, {whole_step_ops} operators")
+
+fig, (grid, bars) = plt.subplots(1, 2, figsize=(8, 3.6), width_ratios=[3, 2], sharey=True,
+                                 layout="constrained")
+names = list(LINES)
+for row, name in enumerate(names):
+    for floor in range(1, 9):
+        value = counts[name][floor]
+        if value:
+            grid.scatter(floor, row, s=260, color=f"C{floor - 1}", alpha=0.35, edgecolors="none")
+            text = str(round(value / 1024)) if floor == 7 else str(value)
+            grid.text(floor, row, "" if floor == 1 else text, ha="center", va="center", fontsize=7)
+grid.set_xticks(range(1, 9))
+grid.set_xlim(0.4, 8.6)
+grid.set_yticks(range(len(names)), [LINES[n] for n in names], fontsize=8, family="monospace")
+grid.set_ylim(len(names) - 0.5, -0.5)
+grid.set_xlabel("floor reached (number: how many; on floor 7, KiB)", fontsize=9)
+bars.barh(range(len(names)), [us[n] for n in names], color="C0", height=0.6)
+for row, name in enumerate(names):
+    bars.text(us[name], row, f" {us[name]:,.0f}", va="center", fontsize=8)
+bars.set_xlim(0, max(us.values()) * 1.3)
+bars.set_xlabel("µs per step (one thread)", fontsize=9)
+fig.suptitle("Figure 1's step: the floors each line reaches, and its time", fontsize=11)
+plt.show()
