@@ -11,8 +11,9 @@ and this measures, in the page's article:
 - **cards**: the share of the article's height that proof cards take (figures included: they are
   the card's; a card far below the screen is laid out for the count, at the size it would have);
 - **prose on the first screen**: of what the first screen shows of the article, below the header,
-  the share that is running text (paragraphs, lists, headings, tables) rather than cards, figures,
-  gauges and the line that says where the numbers were measured; blank space counts for neither;
+  the share that is running text (paragraphs, lists, headings, tables, and code the prose shows)
+  rather than cards, figures, gauges, folded asides and the line that says where the numbers were
+  measured; blank space counts for neither;
 - **stamps**: how many lines naming the machine a reader meets without opening anything.
 
 The goal (README): on every page, the first screen is mostly prose (over a half) and cards take at
@@ -44,7 +45,7 @@ MEASURE = """machine => {
     if (el.matches('.proof-card')) return 'card';
     if (el.matches('.proof-page-stamp, .headerlink, hr, details')) return 'apparatus';
     if (el.matches('p') && el.querySelector('img') && !el.textContent.trim()) return 'figure';
-    if (el.matches('p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6, table, .site-table, .md-typeset__scrollwrap, .proof-catalogue__group, details, .admonition')) return 'prose';
+    if (el.matches('p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6, table, .site-table, .md-typeset__scrollwrap, .proof-catalogue__group, .highlight, pre, .admonition')) return 'prose';
     return 'other';
   };
   let cards = 0;  // every card shown at load, at any depth (one inside a closed box shows nothing)

@@ -101,7 +101,7 @@ def run_proof(path: str, proofs_dir: str, timeout: float, warm: bool = True, rea
         elapsed = time.perf_counter() - started
         report = _read_report(job.report)
         shutil.rmtree(workdir, ignore_errors=True)
-    outcome = _judge(raw, report, marks.get("raises"), timeout, elapsed)
+    outcome = _judge(raw, report, marks.get("raises"), timeout, elapsed, workdir)
     outcome.deps = dependencies(report.get("touched", {}), proofs_dir, folder, read)
     return outcome
 
@@ -161,18 +161,21 @@ def _read_report(path: str) -> dict:
         return {}
 
 
-def clean_output(raw: bytes) -> str:
-    """Printed bytes as text to show: invalid UTF-8 replaced, ANSI codes removed."""
-    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    return _ANSI.sub("", text)
+def clean_output(raw: bytes, folder: str | None = None) -> str:
+    """Printed bytes as text to show: invalid UTF-8 replaced, ANSI codes removed, and the scratch
+    ``folder`` the proof ran in left out of paths (a warning's "/tmp/proof-x1/part-7/p.py:3:"
+    reads "p.py:3:", as it does for a reader who runs the proof in its own folder)."""
+    text = _ANSI.sub("", raw.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+    return text.replace(folder.rstrip(os.sep) + os.sep, "") if folder else text
 
 
-def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed: float) -> Outcome:
+def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed: float,
+           folder: str | None = None) -> Outcome:
     """Turn what the process did into an Outcome, honouring the expected-failure marker."""
     error, returncode = report.get("error"), raw.returncode
     outcome = Outcome(
         status=FAILED,
-        output=clean_output(raw.output),
+        output=clean_output(raw.output, folder),
         values=report.get("values", {}),
         figures=report.get("figures", []),
         stamp=report.get("stamp") or host(),  # no report (stopped, killed): the build knows where it ran

@@ -102,3 +102,17 @@ def ran(result) -> list[str]:
         if words[0] == "proofs:" and words[1][0].isdigit() and "/" in words[1] and "from cache" not in line:
             names.append(words[2])
     return sorted(names)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium for every browser test of this process: Playwright's sync API runs
+    one event loop a thread, so two modules that each started it would collide when pytest-xdist
+    interleaves their tests on one worker."""
+    from browser_support import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()

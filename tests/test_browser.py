@@ -21,11 +21,9 @@ from pathlib import Path
 import pytest
 import torch
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import sync_playwright
 
 from browser_support import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     EDIT_URI,
     REPO,
     REPO_URL,
@@ -85,14 +83,6 @@ def served(tmp_path_factory, build_lock) -> Served:
         yield Served(server.base, folder, site_pages(folder))
     finally:
         server.close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 class Tab:

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -185,6 +186,16 @@ def test_invalid_utf8_and_ansi_codes(tmp_path):
 def test_clean_output_removes_ansi_of_every_kind():
     raw = b"\x1b[38;5;196mcolour\x1b[0m \x1b]0;title\x07done\r\n"
     assert clean_output(raw) == "colour done\n"
+
+
+def test_paths_in_output_are_the_proofs_own_not_the_scratch_folders(tmp_path):
+    """A warning names the file it came from by its path; the build runs the proof in a scratch
+    folder, and the card names the file as it is beside its neighbours, as a run by hand would."""
+    source = "import os, warnings\nprint(os.path.abspath(__file__))\nwarnings.warn('careful')\n"
+    outcome = run(tmp_path, source)
+    lines = outcome.output.splitlines()
+    assert lines[0] == "p.py" and lines[1] == "p.py:3: UserWarning: careful", outcome.output
+    assert "proof-" not in outcome.output and tempfile.gettempdir() not in outcome.output
 
 
 def test_expected_failure_marker(tmp_path):

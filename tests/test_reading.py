@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS, StaticServer
+from browser_support import CHROMIUM, StaticServer
 from conftest import Site, log_lines
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}")
@@ -114,14 +113,6 @@ def reading(tmp_path_factory):
     server = StaticServer(site.root / "site")
     yield site, result, server.base
     server.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""With glibc, a fresh CPU block larger than 32 MiB pays for all its pages every time: PyTorch keeps no cache, and glibc maps such blocks anew.
+"""Which fresh CPU blocks come with new pages: with glibc, a block past its largest mmap threshold (32 MiB) goes back to the kernel when freed, so the next one faults on every page.
 
 PyTorch's CPU allocator hands each block to the C library (posix_memalign) and gives it back
 on the storage's last reference (free), so what a block costs is the C library's doing. On
@@ -6,22 +6,25 @@ Linux with glibc the proof watches glibc's own counters (mallinfo2: bytes handed
 its heap, and bytes in blocks it mapped from the kernel with mmap) and the process's page
 faults (getrusage's ru_minflt: each one is the kernel handing over a page on first touch):
 
-1. glibc's rule, in fresh Python processes without torch (python -I -S): one malloc each of
-   120 to 136 KiB (which does glibc map?), then in one process malloc, free, malloc of
-   1 MiB and of 40 MiB (does a freed mapped block raise the threshold?).
-2. PyTorch's blocks, here: a 4 MiB and a 64 MiB tensor, and whether glibc's counters fall by
-   the block the moment the tensor is deleted (back to its heap, or unmapped).
+1. PyTorch's blocks, here: whether glibc's count of bytes handed out grows by a 4 MiB and a
+   64 MiB tensor's block when the tensor is made, and falls by it when it is deleted. That is
+   what "glibc hands out PyTorch's blocks" means below (not so where PyTorch uses mimalloc).
+2. glibc's rule, in fresh Python processes without torch (python -I -S): one malloc each of
+   120 to 136 KiB (which does glibc map?); then, each in a process of its own, malloc, free and
+   malloc again of 1 MiB, of 32 MiB less two pages and of 32 MiB and a page (does freeing a
+   mapped block raise the threshold, and up to where?).
 3. The cost, here, with one thread: for sizes from 256 KiB to 128 MiB, torch.empty(n).fill_(1)
-   (a fresh block each time) against buf.fill_(1) into a block kept from before. Five
-   alternating rounds, each a batch of calls; time is the CPU time of the calling thread
-   (time.thread_time_ns, so time given to other programs does not count), the minimum over
-   rounds; page faults per call are the median over rounds.
+   (a fresh block each time) against buf.fill_(1) into a block kept from before, after one
+   untimed call of each. Five alternating rounds, each a batch of calls; time is the CPU time of
+   the calling thread (time.thread_time_ns, so time given to other programs does not count),
+   the minimum over rounds; page faults per call are the median over rounds.
 
-It also reads libc10's dynamic symbol table (the ELF file itself, in Python) for the
-allocation function it imports, and checks that 300 blocks of 1 byte to 1 MiB are aligned to
-gAlignment, read from the shipped header c10/core/alignment.h. Steps 1 and 2 run only where glibc serves PyTorch's
-blocks (Linux on x86-64, nothing preloaded, no MALLOC_ or GLIBC_TUNABLES variables set); the
-proof reports those facts, and the page checks its claims about glibc only there.
+It also checks that 300 blocks of 1 byte to 1 MiB are aligned to gAlignment, read from the
+shipped header c10/core/alignment.h, and reports whether big blocks may get transparent huge
+pages (then they fault once per 2 MiB, not per page): the kernel's settings under
+/sys/kernel/mm/transparent_hugepage (the global one and, on kernels that have them, one per
+size) and PyTorch's THP_MEM_ALLOC_ENABLE. Steps 1 and 2 run only where glibc's malloc is the
+allocator (nothing preloaded, no MALLOC_ or GLIBC_TUNABLES variables set).
 """
 import ctypes
 import glob
@@ -31,7 +34,6 @@ import random
 import re
 import resource
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -52,53 +54,27 @@ try:
         thp_mode = re.search(r"\[(\w+)\]", f.read())[1]  # always, madvise or never
 except (OSError, TypeError):
     thp_mode = "absent"
-thp_always = thp_mode == "always"  # then big blocks fault once per huge page, not per page
+per_size_always = []  # kernels with multi-size THP: a size set to "always" gets huge pages anyway
+for path in sorted(glob.glob("/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled")):
+    with open(path) as f:
+        if "[always]" in f.read():
+            per_size_always.append(path.split("/")[-2].removeprefix("hugepages-"))
+thp_env = os.environ.get("THP_MEM_ALLOC_ENABLE", "") not in ("", "0")  # PyTorch then asks with madvise
+no_huge_pages = thp_mode != "always" and not per_size_always and not thp_env
 print(f"{platform.machine()}, C library {libc_name or 'not glibc'}, LD_PRELOAD set: {preloaded}, "
-      f"malloc variables set: {malloc_tuned}, transparent huge pages: {thp_mode}")
+      f"malloc variables set: {malloc_tuned}; transparent huge pages: {thp_mode}, sizes set to always: "
+      f"{per_size_always or 'none'}, THP_MEM_ALLOC_ENABLE: {thp_env}: big blocks may get huge pages: {not no_huge_pages}")
 
 with open(os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "alignment.h"),
           encoding="utf-8") as f:
     header_alignment = int(re.search(r"constexpr size_t gAlignment = (\d+);", f.read().split("#else")[1])[1])
-
-
-def dynamic_symbols(path):
-    """(imported, all) names in the dynamic symbol table (.dynsym) of a 64-bit little-endian ELF file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return set(), set()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    imported, every = set(), set()
-    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != 11:  # SHT_DYNSYM
-            continue
-        strings = sections[link][4]
-        for k in range(size // entsize):
-            st_name, _, _, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, offset + k * entsize)
-            if st_name:
-                start = strings + st_name
-                name = data[start:data.index(b"\0", start)].decode()
-                every.add(name)
-                if st_shndx == 0:  # undefined here: taken from another library
-                    imported.add(name)
-    return imported, every
-
-
-# Which function libc10 asks for its blocks: read from its dynamic symbol table.
-libc10 = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libc10.*")))
-imported, every = dynamic_symbols(libc10[0]) if libc10 else (set(), set())
-c10_imports_posix_memalign = "posix_memalign" in imported
-c10_has_mimalloc = any(name.startswith("mi_") for name in every)
-print(f"libc10 imports posix_memalign: {c10_imports_posix_memalign}; names a mimalloc function: {c10_has_mimalloc}")
 
 random.seed(0)
 addresses = [torch.empty(random.randint(1, 2**20), dtype=torch.uint8).data_ptr() for _ in range(300)]
 aligned = all(a % header_alignment == 0 for a in addresses)
 print(f"gAlignment in c10/core/alignment.h: {header_alignment}; 300 blocks of 1 B to 1 MiB all aligned to it: {aligned}")
 
-# glibc's counters through ctypes; the same lines run in the small processes of step 1.
+# glibc's counters through ctypes; the same lines run in the small processes of step 2.
 MALLINFO = r"""
 import ctypes
 class Mallinfo2(ctypes.Structure):
@@ -114,17 +90,39 @@ def mapped_by(nbytes):
     block = libc.malloc(nbytes)
     return block, libc.mallinfo2().hblkhd - before >= nbytes
 """
+if glibc_malloc:
+    exec(MALLINFO)  # the same helpers here: Mallinfo2 and libc
+
+
+def handed_out():
+    """glibc's bytes handed out: from its heap, plus in blocks it mapped."""
+    m = libc.mallinfo2()
+    return m.uordblks + m.hblkhd
+
+
+# 1. Does glibc hand out PyTorch's blocks? Its count must grow by the block, and fall by it at del.
+counted = {}
+for mib in (4, 64):
+    before = handed_out() if glibc_malloc else 0
+    t = torch.empty(mib * 2**20, dtype=torch.uint8)
+    made = handed_out() if glibc_malloc else 0
+    del t
+    freed = handed_out() if glibc_malloc else 0
+    counted[mib] = (made - before >= mib * 2**20, made - freed >= mib * 2**20)
+glibc_serves_blocks = glibc_malloc and all(grew and fell for grew, fell in counted.values())
+print("glibc's count of bytes handed out, when a tensor is made / deleted: "
+      + ", ".join(f"{mib} MiB: grew by its block {grew}, fell by it {fell}" for mib, (grew, fell) in counted.items())
+      + f": glibc hands out PyTorch's blocks: {glibc_serves_blocks}")
+
+# 2. glibc's rule, in small fresh processes.
 ONE_MALLOC = MALLINFO + "import sys\nprint(int(mapped_by(int(sys.argv[1]) * 1024)[1]))\n"
-raise_small_mib, raise_big_mib = 1, 40  # one size under glibc's largest threshold, one over it
-RAISE = MALLINFO + f"SIZES = ({raise_small_mib} << 20, {raise_big_mib} << 20)" + r"""
-seen = []
-for nbytes in SIZES:
-    block, first = mapped_by(nbytes)
-    libc.free(block)  # a freed mapped block under glibc's maximum raises the threshold to its size
-    block, second = mapped_by(nbytes)
-    libc.free(block)
-    seen += [int(first), int(second)]
-print(" ".join(map(str, seen)))
+TWICE = MALLINFO + r"""
+import sys
+nbytes = int(sys.argv[1])
+block, first = mapped_by(nbytes)
+libc.free(block)  # freeing a mapped block no bigger than glibc's maximum raises the threshold to its size
+block, second = mapped_by(nbytes)
+print(int(first), int(second))
 """
 
 
@@ -134,48 +132,27 @@ def small_python(code, *args):
 
 
 START_KIB = (120, 127, 128, 136)
-if glibc_malloc and x86_64:
-    mapped_at_start = {kib: small_python(ONE_MALLOC, str(kib)) == ["1"] for kib in START_KIB}
-    first_1mib, second_1mib, first_40mib, second_40mib = (s == "1" for s in small_python(RAISE))
-else:
-    mapped_at_start, first_1mib, second_1mib, first_40mib, second_40mib = {}, False, False, False, False
-start_threshold_kib = min((kib for kib, mapped in mapped_at_start.items() if mapped), default=0)
-threshold_rises = first_1mib and not second_1mib  # mapped, freed, then from the heap
-not_past_the_max = first_40mib and second_40mib  # mapped, freed, mapped again
 glibc_mmap_max_mib = 4 * ctypes.sizeof(ctypes.c_long)  # mallopt(3): 4*1024*1024*sizeof(long) bytes
+# Just under the maximum: two pages less (a mapped block's size, with its header rounded up to a
+# page, must stay at or under it); just over: one page more.
+raise_small_mib = 1
+TWICE_BYTES = {"1 MiB": raise_small_mib * 2**20, "max - 2 pages": glibc_mmap_max_mib * 2**20 - 2 * PAGE,
+               "max + 1 page": glibc_mmap_max_mib * 2**20 + PAGE}
+if glibc_malloc:
+    mapped_at_start = {kib: small_python(ONE_MALLOC, str(kib)) == ["1"] for kib in START_KIB}
+    twice = {name: [s == "1" for s in small_python(TWICE, str(n))] for name, n in TWICE_BYTES.items()}
+else:
+    mapped_at_start, twice = {}, {name: [False, False] for name in TWICE_BYTES}
+start_threshold_kib = min((kib for kib, mapped in mapped_at_start.items() if mapped), default=0)
+threshold_rises = twice["1 MiB"] == [True, False]  # mapped, freed, then from the heap
+# The threshold rises to a block just under glibc's maximum, and not to one just over it.
+max_observed = twice["max - 2 pages"] == [True, False] and twice["max + 1 page"] == [True, True]
 print(f"fresh processes, one malloc each, mapped by glibc: {mapped_at_start}: the threshold starts at "
       f"{start_threshold_kib} KiB")
-print(f"malloc, free, malloc of {raise_small_mib} MiB: mapped {first_1mib}, then {second_1mib}; "
-      f"of {raise_big_mib} MiB: mapped {first_40mib}, "
-      f"then {second_40mib}; glibc's largest threshold, 4*1024*1024*sizeof(long) bytes: {glibc_mmap_max_mib} MiB")
-
-
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in
-                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-
-
-def counters():
-    """glibc's bytes in use in its heap and in mapped blocks (zeros where glibc is not the allocator)."""
-    if not (glibc_malloc and x86_64):
-        return 0, 0
-    mallinfo2 = ctypes.CDLL(None).mallinfo2
-    mallinfo2.restype = Mallinfo2
-    m = mallinfo2()
-    return m.uordblks, m.hblkhd
-
-
-returned = {}
-for mib in (4, 64):
-    t = torch.empty(mib * 2**20, dtype=torch.uint8)
-    heap1, mapped1 = counters()
-    del t
-    heap2, mapped2 = counters()
-    # back to the heap, or unmapped: either way, glibc's count of bytes handed out fell by the block
-    returned[mib] = heap1 - heap2 >= mib * 2**20 or mapped1 - mapped2 >= mib * 2**20
-returned_at_del = all(returned.values())
-print(f"at del, glibc's count of bytes handed out fell by the block: "
-      + ", ".join(f"{mib} MiB: {fell}" for mib, fell in returned.items()))
+print("malloc, free, malloc again, in a fresh process each: mapped the first time, the second: "
+      + "; ".join(f"{name} ({n:,} B): {first}, {second}" for (name, n), (first, second)
+                  in zip(TWICE_BYTES.items(), twice.values()))
+      + f"; glibc's maximum threshold, 4*1024*1024*sizeof(long) bytes: {glibc_mmap_max_mib} MiB")
 
 
 def batch(fn, calls):
@@ -188,7 +165,7 @@ def batch(fn, calls):
     return (t1 - t0) / calls / 1e3, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / calls
 
 
-SIZES_MIB = (0.25, 1, 4, 16, 24, 31, 48, 64, 128)
+SIZES_MIB = (0.25, 1, 4, 16, 24, 31, 33, 48, 64, 128)
 ROUNDS = 5
 cost = {}
 for mib in SIZES_MIB:
@@ -212,31 +189,36 @@ for mib, c in cost.items():
     print(f"{mib:>5g} MiB{c['fresh'][0]:>11.0f}{c['reused'][0]:>11.0f}{c['fresh'][0] / c['reused'][0]:>7.2f}"
           f"{c['fresh'][1]:>19.2f}{c['reused'][1]:>8.2f}")
 mid_mib, big_mib = 4, 64
-fresh_vs_reused_mid = cost[mid_mib]["fresh"][0] / cost[mid_mib]["reused"][0]
 fresh_vs_reused_big = cost[big_mib]["fresh"][0] / cost[big_mib]["reused"][0]
-fresh_big_ms, reused_big_ms = cost[big_mib]["fresh"][0] / 1e3, cost[big_mib]["reused"][0] / 1e3
 faults_per_page_mid = cost[mid_mib]["fresh"][1]
 faults_per_page_big = cost[big_mib]["fresh"][1]
 pages_big = big_mib * 2**20 // PAGE
 faults_fresh_big = round(faults_per_page_big * pages_big)
 big_always_new = all(cost[m]["fresh"][1] >= 0.99 for m in SIZES_MIB if m > glibc_mmap_max_mib)
-reused_no_faults = all(c["reused"][1] == 0 for c in cost.values())
+under_max_from_heap = all(cost[m]["fresh"][1] < 0.1 for m in SIZES_MIB if m < glibc_mmap_max_mib)
+reused_faults_per_page = max(c["reused"][1] for c in cost.values())
 print(f"{big_mib} MiB: a fresh block took {faults_fresh_big:,} faults for its {pages_big:,} pages "
-      f"({faults_per_page_big:.3f} per page) and {fresh_vs_reused_big:.1f}x the time of the kept buffer")
+      f"({faults_per_page_big:.3f} per page) and {fresh_vs_reused_big:.1f}x the time of the kept buffer; "
+      f"the kept buffer at most {reused_faults_per_page:.3f} faults per page")
 
 fig, ax = plt.subplots(figsize=(8, 4))
-ax.plot(SIZES_MIB, [c["fresh"][1] for c in cost.values()], "o-", color="C3",
+ax.plot(SIZES_MIB, [c["fresh"][1] for c in cost.values()], "o", color="C3", ms=7,
         label="torch.empty(n).fill_(1): a fresh block each time")
-ax.plot(SIZES_MIB, [c["reused"][1] for c in cost.values()], "s--", color="C0", label="buf.fill_(1): a kept buffer")
+ax.plot(SIZES_MIB, [c["reused"][1] for c in cost.values()], "s", color="C0", ms=5, label="buf.fill_(1): a kept buffer")
 ax.axvline(glibc_mmap_max_mib, color="C7", ls=":", lw=1.2)
-ax.text(glibc_mmap_max_mib * 0.93, 0.55, f"glibc's largest\nmmap threshold,\n{glibc_mmap_max_mib} MiB", fontsize=8,
+ax.text(glibc_mmap_max_mib * 0.93, 0.55, f"glibc's largest\nmmap threshold,\n{glibc_mmap_max_mib} MiB", fontsize=9,
         va="center", ha="right")
 ax.set_xscale("log", base=2)
-ax.set_xticks([0.25, 1, 4, 16, 32, 64, 128], ["0.25", "1", "4", "16", "32", "64", "128"])
+ticks = [0.25, 1, 4, 16, 24, 32, 48, 64, 128]
+ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
 ax.set_xlabel("block size (MiB)")
 ax.set_ylabel("page faults per page of the block")
 ax.set_ylim(-0.05, 1.2)
-ax.set_title("Which blocks come with new pages: past 32 MiB, every fresh one, every time", fontsize=10)
+above = [m for m in SIZES_MIB if m > glibc_mmap_max_mib]
+title = (f"Faults per page of a fresh block: past {glibc_mmap_max_mib} MiB, at least "
+         f"{min(cost[m]['fresh'][1] for m in above):.2f}; under it, at most "
+         f"{max(cost[m]['fresh'][1] for m in SIZES_MIB if m < glibc_mmap_max_mib):.2f}")
+ax.set_title(title, fontsize=10)
 ax.legend(frameon=False, loc="upper left")
 ax.grid(True, alpha=0.3)
 fig.tight_layout()

@@ -1,22 +1,22 @@
 """Three CUDA requests worked through the caching allocator's rules: what each takes from the driver, and what stays cached.
 
-No GPU is needed, and none is used: even a CPU-only wheel ships the headers that hold the
-allocator's constants (c10/core/AllocatorConfig.h) and its configuration
-(c10/cuda/CUDAAllocatorConfig.h). The proof reads the constants and the default large-segment
-size there, then applies the rules of c10/cuda/CUDACachingAllocator.cpp (which the wheel does
-not ship; they are restated in the function `request` below) to three requests: 500 bytes,
-3 MiB and 100,000,000 bytes. For each it computes the rounded block, the pool, the segment
-the allocator would ask the driver for, whether the block is split, and what
-memory_allocated() and memory_reserved() would grow by. It then reads, in the body of
-CUDAAllocatorConfig::instance(), which environment variable the CUDA settings come from and
-in which order, and in the comment of c10/core/AllocatorConfig.h which one the device-generic
-settings take as primary, and checks that the shipped header parses the options the page names. It
-measures nothing: a recording from a GPU machine would.
+No GPU is needed: even a CPU-only wheel ships the headers that hold the allocator's constants
+(c10/core/AllocatorConfig.h) and its configuration (c10/cuda/CUDAAllocatorConfig.h). The proof
+reads the constants and the default large-segment size there, then applies the rules of
+c10/cuda/CUDACachingAllocator.cpp (which the wheel does not ship; they are restated in the
+function `request` below: round_size, get_pool, get_allocation_size, should_split) to three
+requests on an empty cache: 500 bytes, 3 MiB and 100,000,000 bytes. For each it computes the
+rounded block, the pool, the segment the allocator would ask the driver for, whether the block
+is split, and what memory_allocated() and memory_reserved() would grow by. These numbers are
+worked out, not measured. Where a GPU is usable, it then makes the three requests for real and
+compares what memory_allocated() and memory_reserved() report with the worked numbers. Last,
+it reads, in the body of CUDAAllocatorConfig::instance(), which environment variable the CUDA
+settings come from and in which order, and in the comment of c10/core/AllocatorConfig.h which
+one the device-generic settings take as primary.
 """
 import os
 import re
 
-import matplotlib.pyplot as plt
 import torch
 
 INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")
@@ -52,7 +52,7 @@ def request(nbytes):
     else:
         segment = -(-block // kRoundLarge) * kRoundLarge  # a segment of its own, rounded up to 2 MiB
     rest = segment - block
-    split = rest >= kMinBlockSize if pool == "small" else rest > kSmallSize
+    split = rest >= kMinBlockSize if pool == "small" else rest > kSmallSize  # should_split
     allocated = block if split else segment  # an unsplit block is the whole segment
     return {"block": block, "pool": pool, "segment": segment, "split": split, "allocated": allocated,
             "reserved": segment, "cached_free": rest if split else 0}
@@ -73,6 +73,9 @@ large_request_mib = REQUESTS["100,000,000 bytes"] / 2**20
 large_segment_rounded_mib = large["segment"] / 2**20
 large_not_split = not large["split"]
 large_allocated_mib = large["allocated"] / 2**20
+large_rest_mib = (large["segment"] - large["block"]) / 2**20
+large_block_bytes = large["block"]
+large_split_min_mib = kSmallSize / 2**20  # the large pool splits a block only if more than this is left
 
 # Which environment variable the CUDA settings come from: the body of instance(), outside ROCm.
 cuda_config_h = header("c10", "cuda", "CUDAAllocatorConfig.h")
@@ -89,40 +92,28 @@ generic_prefers_alloc_conf = (generic_doc is not None and generic_doc[1] == "PYT
                               and "`PYTORCH_CUDA_ALLOC_CONF` is also supported" in config_h)
 print(f"c10/core/AllocatorConfig.h, device-generic settings: primary {generic_doc[1] if generic_doc else '?'}, "
       f"PYTORCH_CUDA_ALLOC_CONF with lower priority: {generic_prefers_alloc_conf}")
-OPTIONS = {"expandable_segments": "parseExpandableSegments", "max_split_size_mb": "parseMaxSplitSize",
-           "garbage_collection_threshold": "parseGarbageCollectionThreshold"}
-options_parsed = all(f"size_t {parser}(" in config_h and option in config_h for option, parser in OPTIONS.items())
-print(f"options parsed by AcceleratorAllocatorConfig (c10/core/AllocatorConfig.h): {', '.join(OPTIONS)}: {options_parsed}")
 python_api = [f"torch.cuda.{n}" for n in ("memory_allocated", "memory_reserved", "empty_cache", "memory_summary")
               if callable(getattr(torch.cuda, n, None))]
 python_api += [f"torch.cuda.memory.{n}" for n in ("_record_memory_history", "_dump_snapshot")
                if callable(getattr(torch.cuda.memory, n, None))]
 print("Python functions that report the cache: " + ", ".join(python_api))
-print(f"this build has a usable GPU: {torch.cuda.is_available()}")
 
-# Figure: each request's segment as one bar (each to its own scale), the block in it shaded.
-def size(nbytes):
-    return f"{nbytes // 2**20} MiB" if nbytes % 2**20 == 0 else f"{nbytes:,} B"
-
-
-fig, axes = plt.subplots(3, 1, figsize=(8, 3.6))
-for ax, (name, n) in zip(axes, REQUESTS.items()):
-    w = worked[name]
-    ax.barh(0, w["segment"], color="C7", alpha=0.25, height=0.6)
-    ax.barh(0, w["allocated"], color="C1", alpha=0.45, height=0.6)  # the block handed out
-    ax.barh(0, max(n, w["segment"] / 150), color="C0", height=0.6)  # the bytes asked for (at least visible)
-    if w["split"]:
-        words = f"a {size(w['segment'])} segment; the rest, {size(w['cached_free'])}, stays cached for later requests"
-    else:
-        words = (f"a {size(w['segment'])} segment of its own; the {size(w['segment'] - n)} over the request "
-                 "is too little to split off")
-    ax.set_title(f"{name} ({w['pool']} pool): {words}", fontsize=8, loc="left")
-    ax.set_xlim(0, w["segment"])
-    ax.set_yticks([])
-    ax.set_xticks([])
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-fig.suptitle("Each request's segment from the driver, to its own scale (blue: asked for; grey: cached free)",
-             fontsize=9.5)
-fig.tight_layout()
-plt.show()
+# Where a GPU is usable, the same three requests are made for real, on an empty cache, and
+# memory_allocated() and memory_reserved() are read after each: they should grow as the rules say.
+cuda = torch.cuda.is_available()
+measured = {}
+if cuda:
+    torch.cuda.empty_cache()
+    held = []
+    for name, n in REQUESTS.items():
+        allocated0, reserved0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+        held.append(torch.empty(n, dtype=torch.uint8, device="cuda"))
+        measured[name] = (torch.cuda.memory_allocated() - allocated0, torch.cuda.memory_reserved() - reserved0)
+    del held
+    torch.cuda.empty_cache()
+    for name, (allocated, reserved) in measured.items():
+        print(f"on this GPU, {name}: memory_allocated grew by {allocated:,}, memory_reserved by {reserved:,}")
+gpu_matches_rules = cuda and all(measured[name] == (worked[name]["allocated"], worked[name]["reserved"])
+                                 for name in REQUESTS)
+print(f"a usable GPU: {cuda}; the rules above matched what it reported: "
+      f"{gpu_matches_rules if cuda else 'not measured'}")

@@ -1,4 +1,4 @@
-"""THP_MEM_ALLOC_ENABLE=1 asks Linux for 2 MiB pages for blocks of 2 MiB and more: far fewer page faults for a big fresh tensor.
+"""THP_MEM_ALLOC_ENABLE=1 asks Linux for huge pages for blocks of 2 MiB and more: a fresh 64 MiB tensor then takes far fewer page faults.
 
 PyTorch reads the variable once per process (c10/core/impl/alloc_cpu.cpp), so the proof runs
 two fresh Python processes, one with THP_MEM_ALLOC_ENABLE=1 and one without, each making
@@ -6,8 +6,15 @@ fresh float32 tensors of 2 to 64 MiB and writing them once. For each block it re
 address modulo the page size, whether the kernel's flags for its mapping (/proc/self/smaps,
 VmFlags) include "hg", the mark madvise(MADV_HUGEPAGE) leaves, and the page faults its first
 write took (getrusage's ru_minflt). The threshold of 2 MiB is read from the shipped header
-c10/core/alignment.h. Linux only: it reads /proc and /sys, and says so where they are missing.
+c10/core/alignment.h. A huge page needs a whole 2 MiB-aligned range inside the block, so a block
+of exactly 2 MiB, aligned to a page but not to 2 MiB, usually gains nothing. It also reports the kernel's
+settings: the global one, any size set to "always" (kernels with multi-size huge pages), and
+whether the kernel compacts memory for a region that asked (defrag), without which a busy
+machine may have no huge page to give. Linux only: it reads /proc and /sys, and says so where
+they are missing.
 """
+import ctypes
+import glob
 import json
 import os
 import platform
@@ -19,14 +26,49 @@ import torch
 
 x86_64 = platform.machine().lower() in ("x86_64", "amd64")
 libc_name = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
-glibc_malloc = bool(libc_name and libc_name.startswith("glibc") and not os.environ.get("LD_PRELOAD")
+glibc_malloc = bool(libc_name and libc_name.startswith("glibc") and hasattr(ctypes.CDLL(None), "mallinfo2")
+                    and not os.environ.get("LD_PRELOAD")
                     and not any(k.startswith("MALLOC_") or k == "GLIBC_TUNABLES" for k in os.environ))
+
+
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+def glibc_handed_out():
+    """Bytes glibc's malloc has handed out: from its heap, plus in blocks it mapped (mallinfo2)."""
+    mallinfo2 = ctypes.CDLL(None).mallinfo2
+    mallinfo2.restype = Mallinfo2
+    info = mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
+# PyTorch's THP_MEM_ALLOC_ENABLE acts where its blocks come from posix_memalign, that is from
+# glibc here: glibc's count of bytes handed out must grow by a 1 MiB tensor's block.
+glibc_serves_blocks = False
+if glibc_malloc:
+    before = glibc_handed_out()
+    probe = torch.empty(2**20, dtype=torch.uint8)
+    glibc_serves_blocks = glibc_handed_out() - before >= 2**20
+    del probe
 try:
     with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
         thp_mode = re.search(r"\[(\w+)\]", f.read())[1]
 except OSError:
     thp_mode = "absent"
-thp_madvise = thp_mode == "madvise"  # huge pages only where a program asks for them
+per_size_always = []  # kernels with multi-size huge pages: a size set to "always" applies to every block
+for path in sorted(glob.glob("/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled")):
+    with open(path) as f:
+        if "[always]" in f.read():
+            per_size_always.append(path.split("/")[-2].removeprefix("hugepages-"))
+try:
+    with open("/sys/kernel/mm/transparent_hugepage/defrag") as f:
+        thp_defrag = re.search(r"\[([\w+]+)\]", f.read())[1]
+except (OSError, TypeError):
+    thp_defrag = "absent"
+# Huge pages only where a program asks for them, and the kernel compacts memory to find them then.
+thp_madvise = thp_mode == "madvise" and not per_size_always and thp_defrag in ("always", "madvise", "defer+madvise")
 with open(os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "alignment.h"),
           encoding="utf-8") as f:
     thp_threshold_mib = int(re.search(r"gAlloc_threshold_thp = static_cast<size_t>\((\d+)\) \* 1024 \* 1024",
@@ -65,7 +107,8 @@ if linux:
         child_env = dict(env, THP_MEM_ALLOC_ENABLE="1") if setting else env
         results[setting] = json.loads(subprocess.run([sys.executable, "-c", CHILD], env=child_env,
                                                      capture_output=True, text=True, check=True).stdout)
-print(f"{platform.machine()}, C library {libc_name or 'not glibc'}; transparent huge pages: {thp_mode}; "
+print(f"{platform.machine()}, C library {libc_name or 'not glibc'}; transparent huge pages: {thp_mode}, "
+      f"sizes set to always: {per_size_always or 'none'}, defrag: {thp_defrag}; "
       f"PyTorch's threshold (c10/core/alignment.h): {thp_threshold_mib} MiB")
 print(f"{'':<30}{'block':>8}{'address mod page':>18}{'marked hg':>11}{'faults':>8}")
 for setting, rows in results.items():

@@ -61,6 +61,8 @@ print()
 
 x = torch.arange(24.0).reshape(2, 3, 4).clone()
 xt = x.transpose(1, 2)  # size (2, 4, 3), stride (12, 1, 4)
+x_stride, xt_stride, xt_size = str(x.stride()), str(xt.stride()), str(tuple(xt.shape))
+print(f"x: size {tuple(x.shape)}, stride {x_stride}; xt = x.transpose(1, 2): size {xt_size}, stride {xt_stride}")
 reshapes = {
     "x.reshape(6, 4)": lambda: x.reshape(6, 4),
     "xt.reshape(2, 2, 2, 3)": lambda: xt.reshape(2, 2, 2, 3),

@@ -42,6 +42,7 @@ with tempfile.TemporaryDirectory() as folder:
     loaded = torch.load(os.path.join(folder, "pair.pt"))
     sharing_restored = loaded[1].untyped_storage().data_ptr() == loaded[0].untyped_storage().data_ptr()
 
+pair_extra_bytes = pair_bytes - alone_bytes  # the view's metadata, not its storage again
 one_view_kib = view_sizes[0] / 1024
 one_clone_kib = clone_sizes[0] / 1024
 view_to_clone_ratio = view_sizes[0] / clone_sizes[0]

@@ -1,6 +1,7 @@
 """A view's element [i, j] lives at storage index offset + i*stride[0] + j*stride[1]; views may skip or repeat cells.
 
-Sixteen float32 values 0..15 fill a storage, so each value is its own storage index. Five
+Sixteen float32 values 0..15 fill a storage, held by a plain tensor s = torch.arange(16.),
+so each value is its own storage index. Five
 views are laid over it: a column, the diagonal, a row repeated by expand (stride 0), sliding
 windows made by unfold (overlapping reads) and a Hankel matrix made by as_strided with
 strides (1, 1). For each view the proof computes every element's address from the size,
@@ -16,54 +17,54 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import Rectangle
 
-storage = torch.arange(16, dtype=torch.float32)  # value == storage index
-m = storage.view(4, 4)
+s = torch.arange(16, dtype=torch.float32)  # a plain tensor over 16 floats: value == storage index
+m = s.view(4, 4)
 views = {
     "m[:, 1]": m[:, 1],
     "m.diagonal()": m.diagonal(),
     "m[0].expand(3, 4)": m[0].expand(3, 4),
-    "storage.unfold(0, 4, 3)": storage.unfold(0, 4, 3),
-    "as_strided((4, 4), (1, 1))": storage.as_strided((4, 4), (1, 1)),
+    "s.unfold(0, 4, 3)": s.unfold(0, 4, 3),
+    "s.as_strided((4, 4), (1, 1))": s.as_strided((4, 4), (1, 1)),
 }
 
 
 def addresses(t):
     """Storage index of every element, in reading order, from size, stride and offset alone."""
     ranges = [range(n) for n in t.shape]
-    return [t.storage_offset() + sum(i * s for i, s in zip(idx, t.stride()))
+    return [t.storage_offset() + sum(i * step for i, step in zip(idx, t.stride()))
             for idx in itertools.product(*ranges)]
 
 
-print(f"{'view':<28}{'size':<9}{'stride':<9}{'offset':>6}{'reads':>6}{'cells':>6}  contiguous")
+print(f"{'view':<30}{'size':<9}{'stride':<9}{'offset':>6}{'reads':>6}{'cells':>6}  contiguous")
 formula_holds = True
 reads = {}
 for name, t in views.items():
     addr = addresses(t)
     formula_holds &= addr == [int(v) for v in t.flatten().tolist()]
     reads[name] = addr
-    print(f"{name:<28}{str(tuple(t.shape)):<9}{str(t.stride()):<9}{t.storage_offset():>6}"
+    print(f"{name:<30}{str(tuple(t.shape)):<9}{str(t.stride()):<9}{t.storage_offset():>6}"
           f"{len(addr):>6}{len(set(addr)):>6}  {t.is_contiguous()}")
-shares_storage = all(t.untyped_storage().data_ptr() == storage.untyped_storage().data_ptr()
+shares_storage = all(t.untyped_storage().data_ptr() == s.untyped_storage().data_ptr()
                      for t in views.values())
 print(f"address formula matches every value read: {formula_holds}; one storage: {shares_storage}")
 
 diagonal_stride = views["m.diagonal()"].stride()[0]
 expand_stride = str(views["m[0].expand(3, 4)"].stride())
-unfold_reads = len(reads["storage.unfold(0, 4, 3)"])
-unfold_cells = len(set(reads["storage.unfold(0, 4, 3)"]))
-hankel_reads = len(reads["as_strided((4, 4), (1, 1))"])
-hankel_cells = len(set(reads["as_strided((4, 4), (1, 1))"]))
-hankel_is_hankel = all(views["as_strided((4, 4), (1, 1))"][i, j].item() == i + j
+unfold_reads = len(reads["s.unfold(0, 4, 3)"])
+unfold_cells = len(set(reads["s.unfold(0, 4, 3)"]))
+hankel_reads = len(reads["s.as_strided((4, 4), (1, 1))"])
+hankel_cells = len(set(reads["s.as_strided((4, 4), (1, 1))"]))
+hankel_is_hankel = all(views["s.as_strided((4, 4), (1, 1))"][i, j].item() == i + j
                        for i in range(4) for j in range(4))
 
 # as_strided trusts the strides but checks the last address against the storage's size.
 try:
-    storage.as_strided((4, 4), (4, 2))
+    s.as_strided((4, 4), (4, 2))
     out_of_bounds_error = ""
 except RuntimeError as err:
     out_of_bounds_error = str(err)
 out_of_bounds_raises = "out of bounds" in out_of_bounds_error
-print("storage.as_strided((4, 4), (4, 2)) raises:")
+print("s.as_strided((4, 4), (4, 2)) raises:")
 print("  " + out_of_bounds_error)
 
 
@@ -77,53 +78,52 @@ def error_of(fn):
 
 
 # No negative strides: PyTorch has none (which is also why flip() copies).
-negative_stride_error = error_of(lambda: storage.as_strided((4,), (-1,), 15))
+negative_stride_error = error_of(lambda: s.as_strided((4,), (-1,), 15))
 negative_stride_raises = "Negative strides are not supported" in negative_stride_error
-print("storage.as_strided((4,), (-1,), 15) raises:")
+print("s.as_strided((4,), (-1,), 15) raises:")
 print("  " + negative_stride_error)
 
 # Writing in place into a view whose elements share cells. Copies of the storage, so the
 # views above stay as they were.
-expanded = storage.clone().view(4, 4)[0].expand(3, 4)
+expanded = s.clone().view(4, 4)[0].expand(3, 4)
 expand_write_error = error_of(lambda: expanded.add_(1))
 expand_write_raises = "more than one element of the written-to tensor" in expand_write_error
 print("m[0].expand(3, 4).add_(1) raises:")
 print("  " + expand_write_error.split(".")[0] + ".")
 seven = torch.arange(7, dtype=torch.float32)
 hankel_write_error = error_of(lambda: seven.as_strided((4, 4), (1, 1)).add_(1))
-hankel_reads_per_cell = [reads["as_strided((4, 4), (1, 1))"].count(k) for k in range(7)]
+hankel_reads_per_cell = [reads["s.as_strided((4, 4), (1, 1))"].count(k) for k in range(7)]
 hankel_write_ran = hankel_write_error == ""
 hankel_added_once_per_read = seven.tolist() == [k + n for k, n in zip(range(7), hankel_reads_per_cell)]
 print(f"arange(7).as_strided((4, 4), (1, 1)).add_(1) ran without error: {hankel_write_ran}; "
       f"cells 0..6 became {[int(v) for v in seven.tolist()]}, not 1..7: each grew by the number of "
       f"elements that read it, {hankel_reads_per_cell}: {hankel_added_once_per_read}")
 
-# Figure: the storage, then each view's footprint on it, drawn to scale (one cell = 4 bytes).
-fig, ax = plt.subplots(figsize=(8, 4.2))
-rows = [("storage (16 floats)", None)] + list(reads.items())
+# Figure: the storage, then each view's footprint on it (one cell = one float, 4 bytes).
+fig, ax = plt.subplots(figsize=(8.6, 4.2))
+rows = [("s: 16 floats, 0 to 15", None)] + list(reads.items())
 for row, (name, addr) in enumerate(rows):
     y = -row * 1.25
-    ax.text(-0.3, y + 0.45, name, ha="right", va="center", fontsize=9)
+    ax.text(-0.3, y + 0.45, name, ha="right", va="center", fontsize=10, family="monospace" if addr else None)
     for cell in range(16):
         if addr is None:
             ax.add_patch(Rectangle((cell, y), 0.92, 0.9, color="C0", alpha=0.18))
-            ax.text(cell + 0.46, y + 0.45, str(cell), ha="center", va="center", fontsize=9)
+            ax.text(cell + 0.46, y + 0.45, str(cell), ha="center", va="center", fontsize=10)
             continue
         count = addr.count(cell)
         if count:
-            ax.add_patch(Rectangle((cell, y), 0.92, 0.9, color=f"C{row}", alpha=min(0.25 + 0.25 * count, 1)))
-            ax.text(cell + 0.46, y + 0.45, f"×{count}" if count > 1 else str(addr.index(cell)),
-                    ha="center", va="center", fontsize=8, fontweight="bold")
+            ax.add_patch(Rectangle((cell, y), 0.92, 0.9, color=f"C{row}", alpha=min(0.3 + 0.2 * count, 1)))
+            if count > 1:
+                ax.text(cell + 0.46, y + 0.45, f"×{count}", ha="center", va="center", fontsize=9,
+                        fontweight="bold")
         else:
             ax.add_patch(Rectangle((cell, y), 0.92, 0.9, fill=False, edgecolor=f"C{row}", alpha=0.3))
     if addr is not None:
         t = views[name]
-        ax.text(16.3, y + 0.45, f"stride {t.stride()}, offset {t.storage_offset()}", va="center",
-                fontsize=8)
-ax.set_xlim(-6.2, 23.5)
+        ax.text(16.3, y + 0.45, f"strides {t.stride()}", va="center", fontsize=9.5)
+ax.set_xlim(-7.6, 21.6)
 ax.set_ylim(-len(reads) * 1.25 - 0.2, 1.1)
 ax.axis("off")
-ax.set_title(f"One {storage.untyped_storage().nbytes()}-byte storage, five views: "
-             "number = read position, ×n = read n times", fontsize=11)
+ax.set_title("Five views over one storage: shaded, the cells a view reads; ×n, read n times", fontsize=11)
 fig.tight_layout()
 plt.show()

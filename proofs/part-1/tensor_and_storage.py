@@ -1,10 +1,12 @@
 """Three tensors, one storage: each view is its own small TensorImpl, all pointing at one StorageImpl of bytes.
 
-A 3x4 float32 tensor x and two views of it, x.t() and x[1], are drawn as the objects they
-are: a Python object per tensor, each holding a TensorImpl (its sizes, strides, offset,
-dtype, device, version), and one StorageImpl (the data pointer, the size in bytes, the
-allocator) that all three point at. The values in the drawing are read from the live
-tensors. The TensorImpls are told apart by the private attribute `_cdata` (the address of
+A 3x4 float32 tensor x and two views of it, x.t() and x[1], are drawn as what printing them
+shows (a grid of values) and as the objects they are: a Python object per tensor, each holding
+a TensorImpl (its sizes, strides, offset, dtype), one version counter and one StorageImpl
+(the data pointer, the size in bytes) that all three point at. The grids, sizes, strides,
+offsets, byte counts, the counter's value and the number of TensorImpls are read from the live
+tensors; the boxes' names and the words "allocator (CPU)" are labels. A write through x then
+shows that the three share the counter. The TensorImpls are told apart by the private attribute `_cdata` (the address of
 each one), the StorageImpl by `untyped_storage()._cdata`, and named in the order they appear. The proof then counts the
 references to the storage with the private `torch._C._storage_Use_Count` as views are made
 and dropped, shows that a view's metadata is its own (transposing the view in place leaves
@@ -41,6 +43,8 @@ def storage_refs(t):
 
 x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
 tensors = {"x": x, "x.t()": x.t(), "x[1]": x[1]}
+grids = {name: t.tolist() for name, t in tensors.items()}  # what printing each one shows, before any write
+version_before = x._version
 # Addresses differ from run to run: name each distinct object by the order it first appears.
 impl_names, storage_names = {}, {}
 for name, t in tensors.items():
@@ -100,8 +104,13 @@ print(f"a tensor and its Python storage object: {refs_tensor_and_object} referen
 # The TensorImpl remembers its Python object: an op that returns an existing tensor returns it.
 out = torch.empty(3, 4)
 same_object_out = torch.add(x, 1, out=out) is out
+before_mul = [t._version for t in tensors.values()]
 same_object_inplace = x.mul_(2) is x
 print(f"torch.add(x, 1, out=out) is out: {same_object_out}; x.mul_(2) is x: {same_object_inplace}")
+# The three share one version counter: the write through x moved the views' counters too.
+views_share_counter = all(t._version == v + 1 for t, v in zip(tensors.values(), before_mul))
+print(f"x.mul_(2) moved the version of x, x.t() and x[1] from {before_mul} to "
+      f"{[t._version for t in tensors.values()]}: one shared counter: {views_share_counter}")
 
 # What the headers say about these objects.
 impl_h = header("c10/core/TensorImpl.h")
@@ -126,46 +135,62 @@ print(f"TensorImpl and StorageImpl derive from intrusive_ptr_target: {impl_is_re
 print(f"THPVariable's payload is an at::Tensor named cdata (python_variable.h): {thpvariable_holds_tensor}; "
       f"the Python object takes {python_object_bytes} bytes (sys.getsizeof)")
 
-# Figure: the objects, with the live values.
-fig, ax = plt.subplots(figsize=(8.6, 4.6))
-ax.set_xlim(0, 10.6)
-ax.set_ylim(-0.3, 6.3)
+# Figure: what Python shows (the grids), the objects behind it, and the bytes.
+fig, ax = plt.subplots(figsize=(9.6, 4.9))
+ax.set_xlim(0, 12.4)
+ax.set_ylim(-0.1, 6.5)
 ax.axis("off")
 
 
-def box(x0, y0, w, h, title, lines, color):
+def box(x0, y0, w, h, title, lines, color, size=9):
     ax.add_patch(FancyBboxPatch((x0, y0), w, h, boxstyle="round,pad=0.04", facecolor=color, alpha=0.18,
                                 edgecolor=color, linewidth=1.2))
-    ax.text(x0 + 0.1, y0 + h - 0.12, title, va="top", fontsize=8.5, fontweight="bold")
+    ax.text(x0 + 0.1, y0 + h - 0.1, title, va="top", fontsize=size, fontweight="bold")
     for k, line in enumerate(lines):
-        ax.text(x0 + 0.1, y0 + h - 0.4 - 0.235 * k, line, va="top", fontsize=7.5, family="monospace")
+        ax.text(x0 + 0.1, y0 + h - 0.42 - 0.27 * k, line, va="top", fontsize=size - 0.5, family="monospace")
 
 
-def arrow(x0, y0, x1, y1):
-    ax.annotate("", (x1, y1), (x0, y0), arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "C7"})
+def arrow(x0, y0, x1, y1, style="-"):
+    ax.annotate("", (x1, y1), (x0, y0), arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "C7", "ls": style})
 
 
-rows = list(tensors.items())
-for k, (name, t) in enumerate(rows):
-    top = 5.9 - 2.05 * k
-    box(0.05, top - 0.9, 1.75, 0.9, f"Python: {name}", ["THPVariable", "cdata ->"], "C0")
-    box(2.45, top - 1.85, 3.35, 1.85, f"TensorImpl {k + 1}",
+CELL = 0.3
+impl_boxes = []
+for k, (name, t) in enumerate(tensors.items()):
+    top = 6.3 - 2.1 * k
+    values = grids[name]
+    rows = values if isinstance(values[0], list) else [values]
+    ax.text(0.1, top, f"{name} in Python", fontsize=9, fontweight="bold", va="bottom")
+    for i, row_values in enumerate(rows):  # the logical grid: what printing the tensor shows
+        for j, v in enumerate(row_values):
+            ax.add_patch(plt.Rectangle((0.1 + j * CELL, top - (i + 1) * CELL - 0.05), CELL * 0.92, CELL * 0.92,
+                                       facecolor="C0", alpha=0.2, edgecolor="C0"))
+            ax.text(0.1 + j * CELL + CELL * 0.46, top - (i + 0.5) * CELL - 0.05, f"{v:g}", ha="center",
+                    va="center", fontsize=8)
+    box(1.75, top - 1.0, 1.45, 0.85, "THPVariable", ["cdata ->"], "C0")
+    box(3.55, top - 1.75, 2.75, 1.6, f"TensorImpl {k + 1}",
         [f"sizes   {tuple(t.shape)}", f"strides {t.stride()}", f"offset  {t.storage_offset()}",
-         f"dtype   {str(t.dtype).removeprefix('torch.')}", f"device  {t.device}", "version -> one shared counter"],
-        "C1")
-    arrow(1.85, top - 0.45, 2.42, top - 0.45)
-    arrow(5.85, top - 0.9, 6.6, 3.2)
-box(6.65, 2.05, 3.85, 1.9, "StorageImpl (one for all three)",
-    ["data_ptr  -> the bytes below", f"nbytes    {storage_bytes}", "allocator DefaultCPUAllocator",
-     f"held by {len(rows)} TensorImpls"], "C2")
-# The bytes: twelve floats in a row, x[1]'s first element marked.
+         f"dtype   {str(t.dtype).removeprefix('torch.')}"], "C1")
+    arrow(3.22, top - 0.6, 3.52, top - 0.6)
+    impl_boxes.append(top)
+# One version counter and one StorageImpl, reached from all three TensorImpls.
+box(7.3, 5.35, 3.5, 0.95, "version counter (one, shared)", [f"value {version_before}"], "C4")
+box(7.3, 2.75, 4.9, 1.85, "StorageImpl (one for all three)",
+    ["data_ptr  -> element 0 below", f"nbytes    {storage_bytes}", "allocator (CPU)",
+     f"held by   {len(impls)} TensorImpls"], "C2")
+for top in impl_boxes:
+    arrow(6.35, top - 0.35, 7.25, 5.8, ":")
+    arrow(6.35, top - 1.2, 7.25, 3.7)
+# The bytes: twelve float32 cells, x[1]'s four darker; data_ptr points at cell 0.
+offset = tensors["x[1]"].storage_offset()
 for cell in range(12):
-    in_row = tensors["x[1]"].storage_offset() <= cell < tensors["x[1]"].storage_offset() + 4
-    ax.add_patch(plt.Rectangle((6.65 + cell * 0.32, 0.7), 0.29, 0.5, color="C2", alpha=0.7 if in_row else 0.3))
-    ax.text(6.65 + cell * 0.32 + 0.145, 0.95, str(cell), ha="center", va="center", fontsize=7)
-arrow(8.0, 2.0, 8.0, 1.25)
-ax.text(6.65, 0.45, f"{storage_bytes} bytes: x[1] starts at element {tensors['x[1]'].storage_offset()}, "
-        f"{row_offset_bytes} bytes in (darker)", fontsize=7.5, va="top")
-ax.set_title("x = torch.arange(12.).reshape(3, 4) and two views: three TensorImpls, one StorageImpl", fontsize=10)
+    in_row = offset <= cell < offset + 4
+    ax.add_patch(plt.Rectangle((7.3 + cell * 0.4, 1.2), 0.37, 0.5, color="C2", alpha=0.7 if in_row else 0.3))
+    ax.text(7.3 + cell * 0.4 + 0.185, 1.45, str(cell), ha="center", va="center", fontsize=8)
+arrow(7.49, 2.7, 7.49, 1.75)
+ax.text(7.3, 0.95, f"the storage, {storage_bytes} bytes, in order. x[1] (darker) starts at\n"
+        f"element {offset}: data_ptr + {offset} x 4 = {row_offset_bytes} bytes in", fontsize=8.5, va="top")
+ax.set_title("x = torch.arange(12.).reshape(3, 4), x.t() and x[1]: three TensorImpls, one StorageImpl",
+             fontsize=10.5)
 fig.tight_layout()
 plt.show()

@@ -8,8 +8,9 @@ where the Python objects live. It does the same for
 100,000 Python floats and for 100 tensors of 100,000 elements each, and divides by the
 count. It also prints the Python object's own size (sys.getsizeof). The heap counters are
 glibc's: the numbers mean something only where PyTorch's CPU allocator takes its blocks from
-glibc's malloc (Linux on x86-64, nothing preloaded, no malloc tuning variables set); elsewhere
-the proof says so and reports the Python side alone.
+glibc's malloc, which the proof checks by watching glibc's count grow by a 1 MiB tensor's block
+(nothing preloaded, no malloc tuning variables set); elsewhere it says so and reports the
+Python side alone.
 """
 import ctypes
 import gc
@@ -45,6 +46,17 @@ def heap_bytes():
         return 0
     info = libc.mallinfo2()
     return info.uordblks + info.hblkhd
+
+
+# Does glibc hand out PyTorch's blocks here? Its count of bytes handed out must grow by a
+# 1 MiB tensor's block when the tensor is made (not so where PyTorch uses mimalloc, say).
+if glibc_malloc:
+    before_block = heap_bytes()
+    probe = torch.empty(2**20, dtype=torch.uint8)
+    glibc_serves_blocks = heap_bytes() - before_block >= 2**20
+    del probe
+else:
+    glibc_serves_blocks = False
 
 
 def made(make, count, measure):
@@ -89,7 +101,7 @@ big_bytes_per_element = (big_heap + big_python) / 100_000
 million_tiny_mib = bytes_per_tiny * 1e6 / 2**20
 python_object_bytes = sys.getsizeof(torch.zeros(1))
 print(f"C library: {libc_name or 'not glibc'}; machine {platform.machine()}; LD_PRELOAD set: {preloaded}; "
-      f"malloc variables set: {malloc_tuned}; glibc's counters describe PyTorch's blocks: {glibc_malloc and x86_64}")
+      f"malloc variables set: {malloc_tuned}; glibc's count grew by a 1 MiB tensor's block: {glibc_serves_blocks}")
 print(f"{'per object':<34}{'C heap':>9}{'Python':>9}{'total':>9}  bytes")
 print(f"{'torch.zeros(1), float32':<34}{tiny_heap:>9.0f}{tiny_python:>9.0f}{bytes_per_tiny:>9.0f}")
 print(f"{'a Python float':<34}{float_heap:>9.0f}{float_python:>9.0f}{bytes_per_float:>9.0f}")

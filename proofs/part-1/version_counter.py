@@ -3,12 +3,15 @@
 Each route writes into memory that a fresh tensor x = torch.ones(4) owns, and the proof reads
 the private Tensor._version of x before and after: in-place operations on x, on a view of it
 and on x.detach(), under no_grad, through out= and through indexing; then through x.data,
-through tensors made again over the same memory by torch.from_dlpack(x) and
-torch.from_numpy(x.numpy()), through the NumPy array x.numpy() and through
-x.untyped_storage(). Then each route is tried on a tensor autograd saved (h = 2w, y = h.sin(),
-which saves h for its derivative cos(h)): the write is refused at once (out= does not take a
-tensor that requires grad), or after it backward either raises, or runs and returns a gradient, which the proof compares with the right one, 2 cos(2w), and with the
-one computed from the written h, 2 cos(2w + 1). A missing private attribute raises.
+through tensors made again over the same memory by torch.from_dlpack(x.detach()) and
+torch.from_numpy(x.detach().numpy()), through the NumPy array x.detach().numpy() and through
+x.untyped_storage(). (A tensor that requires grad refuses from_dlpack and .numpy(), hence the
+detach().) Then each route writes into a tensor autograd saved (h = 2w, y = h.sin(), which
+saves h for its derivative cos(h)), and the proof reads h's own counter around that write and
+runs backward: the write is refused at once (out= does not take a tensor that requires grad),
+or backward raises, or it runs and returns a gradient, which the proof compares with the right
+one, 2 cos(2w), and with the one computed from the written h, 2 cos(2w + 1). A missing private
+attribute raises.
 """
 import re
 
@@ -22,15 +25,16 @@ ROUTES = {
     "torch.add(x, 1, out=x)": lambda x: torch.add(x, 1, out=x),
     "x[0] = 5": lambda x: x.__setitem__(0, 5.0),
     "x.data.add_(1)": lambda x: x.data.add_(1),
-    "torch.from_dlpack(x).add_(1)": lambda x: torch.from_dlpack(x.detach()).add_(1),
-    "torch.from_numpy(x.numpy()).add_(1)": lambda x: torch.from_numpy(x.detach().numpy()).add_(1),
-    "x.numpy()[:] += 1": lambda x: numpy_add(x),
-    "x.untyped_storage().fill_(0)": lambda x: x.detach().untyped_storage().fill_(0),
+    "torch.from_dlpack(x.detach()).add_(1)": lambda x: torch.from_dlpack(x.detach()).add_(1),
+    "torch.from_numpy(x.detach().numpy()).add_(1)": lambda x: torch.from_numpy(x.detach().numpy()).add_(1),
+    "x.detach().numpy()[:] += 1": lambda x: numpy_add(x),
+    "x.untyped_storage().fill_(0)": lambda x: x.untyped_storage().fill_(0),
 }
 SHARED = ["x.add_(1)", "x[1:].mul_(2)  (a view)", "x.detach().add_(1)", "x.add_(1) under no_grad",
           "torch.add(x, 1, out=x)", "x[0] = 5"]
-OWN_COUNTER = ["x.data.add_(1)", "torch.from_dlpack(x).add_(1)", "torch.from_numpy(x.numpy()).add_(1)"]
-OUTSIDE = ["x.numpy()[:] += 1", "x.untyped_storage().fill_(0)"]
+OWN_COUNTER = ["x.data.add_(1)", "torch.from_dlpack(x.detach()).add_(1)",
+               "torch.from_numpy(x.detach().numpy()).add_(1)"]
+OUTSIDE = ["x.detach().numpy()[:] += 1", "x.untyped_storage().fill_(0)"]
 
 
 def no_grad_add(x):
@@ -52,51 +56,76 @@ def bumps(route):
 
 
 def under_autograd(route):
-    """Write into a tensor autograd saved, then run backward: 'raised' or how the gradient came out."""
+    """Write into a tensor autograd saved, then run backward: how h's own counter moved, and
+    'raised' or how the gradient came out."""
     w = torch.tensor([0.5, 1.0, 1.5], requires_grad=True)
     h = w * 2
     y = h.sin()  # saves h: the derivative of sin is cos(h)
+    before = h._version
     try:
         ROUTES[route](h)
     except RuntimeError as err:
-        return "write refused", str(err).split(",")[0]
+        return 0, "write refused", str(err).split(",")[0]
+    bumped = h._version - before
     try:
         y.sum().backward()
     except RuntimeError as err:
-        return "raised", str(err)
+        return bumped, "raised", str(err)
     right = 2 * torch.cos(2 * w.detach())
     from_written = 2 * torch.cos(2 * w.detach() + 1)
     if torch.allclose(w.grad, right):
-        return "right gradient", ""
-    return "wrong gradient, no error", "from the written h" if torch.allclose(w.grad, from_written) else ""
+        return bumped, "right gradient", ""
+    return bumped, "wrong gradient, no error", "from the written h" if torch.allclose(w.grad, from_written) else ""
 
 
-print(f"{'write':<38}{'x._version':>11}{'x changed':>10}   backward after the same write into a saved tensor")
+print(f"{'write':<46}{'x._version':>11}{'x changed':>10}{'h._version':>11}   then backward")
 table = {}
 for route in ROUTES:
     bumped, changed = bumps(route)
-    outcome, detail = under_autograd(route)
-    table[route] = (bumped, changed, outcome)
-    print(f"{route:<38}{'+' + str(bumped):>11}{str(changed):>10}   {outcome}"
+    h_bumped, outcome, detail = under_autograd(route)
+    table[route] = (bumped, changed, outcome, h_bumped)
+    print(f"{route:<46}{'+' + str(bumped):>11}{str(changed):>10}"
+          f"{'+' + str(h_bumped) if outcome != 'write refused' else '-':>11}   {outcome}"
           + (f" ({detail})" if detail and outcome != "raised" else ""))
-caught = {"raised", "write refused"}
-every_write_changed_x = all(changed for _, changed, _ in table.values())
+print("(x: a fresh tensor; h: the same write into a tensor autograd saved, h = 2w for y = h.sin())")
+every_write_changed_x = all(changed for _, changed, _, _ in table.values())
 shared_routes_bump = all(table[r][0] == 1 for r in SHARED)
 own_counter_routes_do_not = all(table[r][0] == 0 for r in OWN_COUNTER)
 outside_writes_do_not = all(table[r][0] == 0 for r in OUTSIDE)
-caught_exactly_when_bumped = all((table[r][2] in caught) == (table[r][0] > 0) for r in ROUTES)
+# On the saved tensor itself: backward raised exactly where the write had moved h's counter.
+written = [r for r in ROUTES if table[r][2] != "write refused"]
+caught_exactly_when_bumped = all((table[r][2] == "raised") == (table[r][3] > 0) for r in written)
+out_refused = table["torch.add(x, 1, out=x)"][2] == "write refused"
 unseen_writes_wrong_gradient = all(table[r][2] == "wrong gradient, no error" for r in OWN_COUNTER + OUTSIDE)
 n_routes = len(ROUTES)
 
 # The alias has a counter of its own: it counts its own writes, not x's.
 x = torch.ones(4)
-alias = torch.from_dlpack(x)
+alias = torch.from_dlpack(x.detach())
 alias.add_(1)
 alias_counts_itself = alias._version == 1 and x._version == 0
-print(f"torch.from_dlpack(x).add_(1): the new tensor's _version is {alias._version}, x's is {x._version}")
+print(f"torch.from_dlpack(x.detach()).add_(1): the new tensor's _version is {alias._version}, x's is {x._version}")
 
 # The message backward gives for a caught write names the two versions.
-_, message = under_autograd("x.add_(1)")
+_, _, message = under_autograd("x.add_(1)")
 found = re.search(r"is at version (\d+); expected version (\d+)", message)
 error_version_now, error_version_saved = int(found[1]), int(found[2])
 print("backward after h.add_(1) raises: ..." + message[message.index("is at version"):message.index("instead.") + 8])
+
+# A tensor made under inference_mode has no counter at all, and autograd refuses to save it.
+with torch.inference_mode():
+    made_in_inference = torch.ones(2)
+try:
+    made_in_inference._version
+    inference_version_error = ""
+except RuntimeError as err:
+    inference_version_error = str(err)
+try:
+    (torch.ones(2, requires_grad=True) * made_in_inference).sum()
+    inference_save_error = ""
+except RuntimeError as err:
+    inference_save_error = str(err).split(".")[0]
+inference_tensor_has_no_counter = "do not track version counter" in inference_version_error
+inference_tensor_not_saved = "cannot be saved for backward" in inference_save_error
+print(f"a tensor made under torch.inference_mode(): ._version raises: {inference_version_error}; "
+      f"autograd saving it raises: {inference_save_error}")

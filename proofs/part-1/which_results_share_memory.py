@@ -1,6 +1,6 @@
 """Which expressions share memory with their input: views, the input itself, or a fresh copy.
 
-A fresh 3x4 float32 tensor x (not itself a view) goes through twenty-seven common expressions,
+A fresh 3x4 float32 tensor x (not itself a view) goes through thirty-one common expressions,
 the in-place ones last. For each result the proof asks three questions: does it read the same
 storage as x (untyped_storage().data_ptr()), is it a view in autograd's sense (the private
 Tensor._is_view(), with _base pointing at the tensor the chain of views started from), and is
@@ -25,6 +25,10 @@ EXPRESSIONS = {
     "x.t().reshape(12)": lambda: x.t().reshape(12),
     "x.split(2)[1]": lambda: x.split(2)[1],
     "x.expand(2, 3, 4)": lambda: x.expand(2, 3, 4),
+    "x.view(3, 4)": lambda: x.view(3, 4),
+    "x.reshape(3, 4)": lambda: x.reshape(3, 4),
+    "x[:]": lambda: x[:],
+    "x.permute(0, 1)": lambda: x.permute(0, 1),
     "x.view(torch.int32)": lambda: x.view(torch.int32),
     "x.detach()": lambda: x.detach(),
     "x.contiguous()": lambda: x.contiguous(),
@@ -69,6 +73,9 @@ shape_ops_views = all(kinds[k][1] == "view" for k in ("x.t()", "x.view(12)", "x.
 to_device_returns_self = kinds["x.to('cpu')"][1] == "x itself"
 to_copy_copies = kinds["x.to('cpu', copy=True)"][1] == "copy"
 no_op_returns_self = all(kinds[k][1] == "x itself" for k in ("x.contiguous()", "x.to(torch.float32)"))
+# A shape operation with nothing to do still makes a new view, not x itself.
+identity_shape_ops_view = all(kinds[k][1] == "view" for k in ("x.view(3, 4)", "x.reshape(3, 4)", "x[:]",
+                                                              "x.permute(0, 1)"))
 inplace_returns_self = all(kinds[k][1] == "x itself" for k in ("x.add_(0)", "x.mul_(2)"))
 other_copies = all(kinds[k][1] == "copy" for k in ("x.double()", "x.clone()", "x.flip(0)", "x + 0"))
 detach_is_alias = kinds["x.detach()"] == (True, "alias")

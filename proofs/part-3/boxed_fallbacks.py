@@ -1,4 +1,4 @@
-"""Boxed fallbacks: one kernel per key serves every operator; conj and neg bits are resolved there.
+"""Boxed fallbacks: one kernel per key serves every operator: the Python key's calls your mode, Conjugate's resolves a lazy conjugation.
 
 A backend fallback is a single boxed kernel registered for a key and all operators at once; it
 reads any operator's arguments from a stack, using only the schema. An operator inherits the
@@ -15,12 +15,18 @@ torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them, and their
 which are views); six linear-algebra kernels among them (mm, bmm, addmm, baddbmm, dot, vdot)
 are called with a conjugated input, to see that it reaches them as it is and that they still
 compute the right result, and so is clone, which copies the data and resolves the bit as it
-copies. Last, the Python key:
-a dispatch mode adds it to the thread-local include set. Private APIs are used as they are: if
+copies. Whether mm's own kernel then copies is watched too: a Python "spy" stands in front of
+clone's CPU kernel for one call (torch.library.Library("aten", "IMPL"), removed at once; it
+calls the kernel it stands in for, fetched with the private
+torch._C._dispatch_get_computed_kernel_for_dispatch_key) and counts the clones made inside
+torch.mm(z.conj(), z) and inside z.mH @ z, whose conjugated operand is also transposed, the
+layout BLAS reads as a conjugate transpose. Last, the Python key: a dispatch mode adds it to
+the thread-local include set. Private APIs are used as they are: if
 a later torch changes them, the script fails.
 """
 import re
 import textwrap
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, see docstring
@@ -71,6 +77,9 @@ results_right = (torch.allclose(plus_out, z.conj().resolve_conj() + 1)
                  and torch.allclose(mm_out, z.conj().resolve_conj() @ z)
                  and torch.allclose(neg_mul_out, -z.imag * 2))
 plus_clones_first = plus_log.startswith("clone(c), add")
+# our own operator, with only a CPU kernel, under a mode and on a conjugated input
+own_log, own_out = watched(lambda: torch.ops.fb.f(zc))
+own_op_served = own_log == "clone(c), f" and torch.equal(own_out, zc.resolve_conj())
 mm_takes_conj_input = mm_log == "mm(c)"
 view_keeps_bit = t_out.is_conj()
 
@@ -108,6 +117,29 @@ clone_resolves_itself = (clone_log == "clone(c)" and not clone_out.is_conj()
 linalg_read_bit = all(linalg_logs[n] == f"{n}(c)" for n in LINALG) and linalg_right
 n_linalg_read_bit = len(LINALG)
 all_linalg_fallthrough = all(f"aten::{n}" in conj_fallthrough_ops for n in LINALG)
+
+
+def clones_inside(call):
+    """How many times clone's CPU kernel ran during `call` (a spy stands in front of it)."""
+    original = torch._C._dispatch_get_computed_kernel_for_dispatch_key("aten::clone", "CPU")  # private
+    count = []
+    spy = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Warning only once for all operators.*")
+        spy.impl("clone", lambda ks, *args, **kwargs: count.append(1) or original.call_boxed(ks, *args, **kwargs),
+                 "CPU", with_keyset=True)
+    try:
+        out = call()
+    finally:
+        spy._destroy()  # ATen's kernel is back
+    return len(count), out
+
+
+mm_copies, mm_conj_out = clones_inside(lambda: torch.mm(zc, z))
+mh_copies, mh_out = clones_inside(lambda: z.mH @ z)
+mm_kernel_copies = (mm_copies >= 1 and mh_copies == 0
+                    and torch.allclose(mm_conj_out, zc.resolve_conj() @ z)
+                    and torch.allclose(mh_out, z.mH.resolve_conj() @ z))
 with Watch():
     include_in_mode = str(torch._C._dispatch_tls_local_include_set())  # private
 python_key_in_mode = "Python" in include_in_mode
@@ -126,14 +158,17 @@ print(textwrap.fill(", ".join(fallthroughs), 96, initial_indent="  fallthrough: 
 print(f"z.conj(): same memory, conj bit set: {conj_is_lazy}; keys {conj_keys}")
 print("below the Conjugate key a dispatch mode sees (c: input carries the conj bit):")
 print(f"  z.conj() + 1      -> {plus_log}")
-print(f"  z.conj() @ z      -> {mm_log}   (mm handles the bit itself)")
+print(f"  z.conj() @ z      -> {mm_log}   (no fallback: mm's kernel reads the bit)")
 print(f"  z.conj().t()      -> {t_log}   (a view: result keeps the bit: {view_keeps_bit})")
 print(f"z.conj().imag: keys {neg_keys}")
 print(f"  z.conj().imag * 2 -> {neg_mul_log}")
+print(f"  fb::f(z.conj())    -> {own_log}   (our operator, CPU kernel only: served by both fallbacks: "
+      f"{own_op_served})")
 print(f"results equal the eagerly resolved ones: {results_right}")
 print(f"{len(conj_ops)} aten ops register at Conjugate; {n_conj_fallthrough_ops} of them a fallthrough,"
       f" {n_conj_fallthrough_views} of those views")
 print(f"  linear algebra with a conjugated input: {'; '.join(linalg_logs.values())}; right results: "
       f"{linalg_right}; all six hold fallthroughs: {all_linalg_fallthrough}")
 print(f"  clone with a conjugated input: {clone_log}; returns a resolved copy: {clone_resolves_itself}")
+print(f"inside mm's own kernel: clones for torch.mm(z.conj(), z): {mm_copies}; for z.mH @ z: {mh_copies}")
 print(f"inside a TorchDispatchMode the include set is {include_in_mode}")

@@ -1,193 +1,154 @@
-"""One call's path through the keys, watched: each kernel does its part and hands the call down.
+"""Three switches, watched on ATen's own kernels: no_grad flips a flag, inference_mode and autocast change the key sets.
 
-Defines an operator trace::f with torch.library and registers a Python kernel at five keys:
-AutocastCPU, AutogradCPU, ADInplaceOrView, BackendSelect and CPU. Each of the first four
-notes when it starts and ends, the key set it was handed and whether grad mode is on, removes
-its own key from that set and redispatches: the dispatcher, not the kernel, picks which kernel
-runs next. The CPU kernel does the work. The same call then runs in six situations, and the
-log shows which kernels ran, in which order. One more run of the plain case has the autograd
-kernel remove BackendSelect as well as its own key: the kernels that run then show that the
-dispatcher picks the next one from the set a kernel hands down. Python kernels are far slower than ATen's C++
-ones, so the times in the figure (the fastest of 30 runs of each situation, after a warm-up)
-show the shape of the path, not ATen's costs. A second operator, trace2::g, has a logging
-kernel at AutogradCPU and a CPU kernel only: the set its autograd kernel is handed shows
-whether keys whose slot holds a fallthrough are still in it. It also asks a fresh interpreter,
-with TORCH_SHOW_DISPATCH_TRACE=1, whether this build prints the dispatcher's own trace, which
-Dispatcher.h compiles in only without NDEBUG or with HAS_TORCH_SHOW_DISPATCH_TRACE. Uses the private torch._C._dispatch_* functions
-and DispatchKeySet: if a later torch changes them, the script fails.
+Reads the thread-local include and exclude sets (private
+torch._C._dispatch_tls_local_include_set / _exclude_set) outside and inside torch.no_grad(),
+torch.inference_mode() and torch.autocast("cpu", dtype=torch.bfloat16), and the keys of a
+tensor before and after requires_grad (private torch._C._dispatch_keys). Then watches real
+calls: a Python "spy" stands in front of ATen's kernel at a key for the length of one call
+(torch.library.Library("aten", "IMPL"), removed at once, which puts ATen's kernel back), notes
+that it ran, whether grad mode was on, its inputs' dtypes and the exclude set it found, and
+calls the kernel it stands in for (private torch._C._dispatch_get_computed_kernel_for_dispatch_key).
+Spies stand only where the operator has a kernel of its own (a spy at a fallthrough slot would
+change the operator's mask): at add.Tensor's AutogradCPU slot (a + b, with grad mode on, under
+no_grad, and on inference tensors in inference_mode), at add_.Tensor's AutogradCPU and
+ADInplaceOrView slots (an ordinary tensor written in place inside inference_mode), and at
+mm's AutocastCPU, AutogradCPU and CPU slots (torch.mm under autocast). Last, why
+ADInplaceOrView stays in the include set outside inference_mode: an in-place write to an
+inference tensor there must raise, and that kernel is what raises: it bumps the version
+counter after the kernels below it have written, and an inference tensor has none (spies at
+add_'s ADInplaceOrView and CPU slots show which the call reached before it raised).
 """
 import contextlib
-import os
-import subprocess
-import sys
-import time
+import warnings
 
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import Patch
 
 DK = torch._C.DispatchKey
-KEYS = ["AutocastCPU", "AutogradCPU", "ADInplaceOrView", "BackendSelect"]
-lib = torch.library.Library("trace", "DEF")
-lib.define("f(Tensor x) -> Tensor")
-log = []
 
 
-handed = {}  # key -> the key set its kernel was handed, in the latest run
-also_remove = {}  # key -> a further key its kernel removes before redispatching (one run below)
+def names(ks):
+    """'DispatchKeySet(CPU, AutogradCPU)' -> ['CPU', 'AutogradCPU'] (lowest priority first)."""
+    inner = str(ks)[len("DispatchKeySet("):-1]
+    return [k.strip() for k in inner.split(",") if k.strip()]
 
 
-def passing_kernel(key):
-    """A kernel for `key` that logs, removes its own key and lets the dispatcher pick the next."""
-    def kernel(keyset, x):
-        handed[key] = keyset
-        log.append((key, "start", time.perf_counter_ns(), torch.is_grad_enabled()))
-        keyset = keyset.remove(getattr(DK, key))
-        if key in also_remove:
-            keyset = keyset.remove(getattr(DK, also_remove[key]))
-        out = torch.ops.trace.f.default.redispatch(keyset, x)
-        log.append((key, "end", time.perf_counter_ns(), torch.is_grad_enabled()))
-        return out
-    return kernel
+def sets():
+    """(include, exclude) of this thread, as lists of key names."""
+    return (names(torch._C._dispatch_tls_local_include_set()),  # private
+            names(torch._C._dispatch_tls_local_exclude_set()))  # private
 
 
-def cpu_kernel(x):
-    log.append(("CPU", "start", time.perf_counter_ns(), torch.is_grad_enabled()))
-    out = x * 2
-    log.append(("CPU", "end", time.perf_counter_ns(), torch.is_grad_enabled()))
-    return out
+@contextlib.contextmanager
+def spies(op, keys, log):
+    """A Python kernel in front of ATen's at each key, for one call; ATen's come back after."""
+    lib = torch.library.Library("aten", "IMPL")
+    for key in keys:
+        original = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{op}", key)  # private
+
+        def kernel(keyset, *args, _key=key, _original=original, **kwargs):
+            log.append({"op": op, "key": _key, "grad_mode": torch.is_grad_enabled(),
+                        "dtypes": sorted({str(a.dtype).split(".")[-1] for a in args
+                                          if isinstance(a, torch.Tensor)}),
+                        "excluded": sets()[1]})
+            return _original.call_boxed(keyset, *args, **kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Warning only once for all operators.*")
+            lib.impl(op, kernel, key, with_keyset=True)
+    try:
+        yield
+    finally:
+        lib._destroy()
 
 
-for key in KEYS:
-    lib.impl("f", passing_kernel(key), key, with_keyset=True)
-lib.impl("f", cpu_kernel, "CPU")
+def watch(op, keys, call, context=contextlib.nullcontext):
+    log = []
+    with context(), spies(op, keys, log):
+        call()
+    return log
+
 
 plain = torch.randn(4)
 needs_grad = torch.randn(4, requires_grad=True)
 with torch.inference_mode():
-    inference_tensor = torch.randn(4)
-situations = {
-    "plain tensor": (plain, contextlib.nullcontext),
-    "requires_grad=True": (needs_grad, contextlib.nullcontext),
-    "under no_grad": (needs_grad, torch.no_grad),
-    "under autocast": (plain, lambda: torch.autocast("cpu", dtype=torch.bfloat16)),
-    "inference_mode, plain tensor": (plain, torch.inference_mode),
-    "inference_mode, inference tensor": (inference_tensor, torch.inference_mode),
-}
+    ai, bi = torch.randn(4), torch.randn(4)
+autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
 
+outside = sets()
+with torch.no_grad():
+    in_no_grad = sets()
+with torch.inference_mode():
+    in_inference = sets()
+    inference_exclude_has_autograd = torch._C._dispatch_tls_local_exclude_set().has(DK.AutogradFunctionality)
+with autocast():
+    in_autocast = sets()
 
-def run_once(x, context):
-    log.clear()
-    handed.clear()
-    with context():
-        start = time.perf_counter_ns()
-        torch.ops.trace.f(x)
-    return [(key, what, (t - start) / 1e3, grad) for key, what, t, grad in log]
-
-
-runs, sets = {}, {}
-for label, (x, context) in situations.items():
-    run_once(x, context)  # warm-up
-    sets[label] = dict(handed)
-    tries = [run_once(x, context) for _ in range(30)]
-    runs[label] = min(tries, key=lambda events: events[-1][2])  # the fastest run
-
-
-def order(events):
-    return [key for key, what, _, _ in events if what == "start"]
-
-
-orders = {label: order(events) for label, events in runs.items()}
-# The dispatcher picks the next kernel from the set a kernel hands down: let the autograd kernel
-# also remove BackendSelect, a key below the next one, and see which kernels run then.
-also_remove["AutogradCPU"] = "BackendSelect"
-skipping_order = order(run_once(plain, contextlib.nullcontext))
-also_remove.clear()
-next_kernel_from_handed_set = (skipping_order == ["AutogradCPU", "ADInplaceOrView", "CPU"]
-                               and "BackendSelect" in orders["plain tensor"])
-skipping_order_text = " → ".join(skipping_order)
-plain_order = " → ".join(orders["plain tensor"])
-autocast_order = " → ".join(orders["under autocast"])
-inference_plain_order = " → ".join(orders["inference_mode, plain tensor"])
-inference_tensor_order = " → ".join(orders["inference_mode, inference tensor"])
+# requires_grad=True changes no key: the autograd key is on every ordinary tensor
 requires_grad_same_keys = str(torch._C._dispatch_keys(needs_grad)) == str(torch._C._dispatch_keys(plain))
-autograd_ran_under_no_grad = "AutogradCPU" in orders["under no_grad"]
-grad_mode_inside_no_grad = [g for k, w, _, g in runs["under no_grad"] if k == "AutogradCPU"][0]
-autograd_ran_in_inference = any("AutogradCPU" in orders[k] for k in situations if "inference" in k)
-grad_mode_in_inference = any(g for k in situations if "inference" in k for _, _, _, g in runs[k])
-backendselect_ran_always = all("BackendSelect" in o for o in orders.values())
-plain_handed = str(sets["plain tensor"]["AutogradCPU"])
 
-# An operator with no kernel of ours at ADInplaceOrView or BackendSelect: those slots hold the
-# backend fallbacks, fallthroughs. Its autograd kernel shows the set the dispatcher handed it.
-lib_plain = torch.library.Library("trace2", "DEF")
-lib_plain.define("g(Tensor x) -> Tensor")
-g_handed = []
+# no_grad: the sets stay as they were; the autograd kernel still runs, with grad mode off
+no_grad_same_sets = in_no_grad == outside
+grad_on_log = watch("add.Tensor", ["AutogradCPU"], lambda: needs_grad + plain)
+no_grad_log = watch("add.Tensor", ["AutogradCPU"], lambda: needs_grad + plain, torch.no_grad)
+autograd_ran_under_no_grad = len(no_grad_log) == 1 and not no_grad_log[0]["grad_mode"]
+with torch.no_grad():
+    no_grad_records = (needs_grad + plain).grad_fn is not None
 
+# inference_mode: ADInplaceOrView leaves the include set, the autograd keys join the exclude set
+inference_drops_inplace = "ADInplaceOrView" in outside[0] and "ADInplaceOrView" not in in_inference[0]
+inference_excludes_autograd = (inference_exclude_has_autograd
+                               and not torch._C._dispatch_tls_local_exclude_set().has(DK.AutogradFunctionality))
+inference_keys = ", ".join(reversed(names(torch._C._dispatch_keys(ai))))  # private
+inference_log = watch("add.Tensor", ["AutogradCPU"], lambda: ai + bi, torch.inference_mode)
+autograd_ran_in_inference = bool(inference_log)
+# an ordinary tensor written in place inside inference_mode: ADInplaceOrView runs, autograd does not
+ordinary = torch.randn(4)
+inplace_log = watch("add_.Tensor", ["AutogradCPU", "ADInplaceOrView"], lambda: ordinary.add_(bi),
+                    torch.inference_mode)
+inplace_in_inference = " → ".join(n["key"] for n in inplace_log)
+ordinary_write_keeps_inplace_kernel = [n["key"] for n in inplace_log] == ["ADInplaceOrView"]
+# ... and outside it, an inference tensor written in place is refused, by that same kernel:
+# spies at add_'s ADInplaceOrView and CPU slots show which kernels the call reached
+refusal_log = []
+before_write = ai.clone()
+try:
+    with spies("add_.Tensor", ["ADInplaceOrView", "CPU"], refusal_log):
+        ai.add_(bi)
+    inference_write_error = ""
+except RuntimeError as err:
+    inference_write_error = str(err).split(".")[0]
+written_before_it_raised = torch.equal(ai, before_write + bi)
+# the kernel writes (the CPU kernel below it runs), then bumps the version counter, which an
+# inference tensor does not have: that raises (VariableVersion::bump in c10/core/TensorImpl.h)
+inference_write_raised = ("Inplace update to inference tensor outside InferenceMode" in inference_write_error
+                        and [n["key"] for n in refusal_log] == ["ADInplaceOrView", "CPU"]
+                        and written_before_it_raised)
 
-def g_autograd(keyset, x):
-    g_handed.append(keyset)
-    return torch.ops.trace2.g.default.redispatch(keyset.remove(DK.AutogradCPU), x)
+# autocast: AutocastCPU leaves the exclude set; its kernel excludes itself, casts, calls again
+autocast_unexcludes = "AutocastCPU" in outside[1] and "AutocastCPU" not in in_autocast[1]
+m = torch.randn(8, 8)
+autocast_log = watch("mm", ["AutocastCPU", "AutogradCPU", "CPU"], lambda: torch.mm(m, m), autocast)
+autocast_order = " → ".join(n["key"] for n in autocast_log)
+second = autocast_log[1] if len(autocast_log) > 1 else {"dtypes": [], "excluded": []}
+autocast_called_again = ([n["key"] for n in autocast_log] == ["AutocastCPU", "AutogradCPU", "CPU"]
+                         and autocast_log[0]["dtypes"] == ["float32"]
+                         and second["dtypes"] == ["bfloat16"] and "AutocastCPU" in second["excluded"])
 
-
-lib_plain.impl("g", g_autograd, "AutogradCPU", with_keyset=True)
-lib_plain.impl("g", lambda x: x * 2, "CPU")
-g_slot = [line for line in torch._C._dispatch_dump_table("trace2::g").splitlines()  # private
-          if line.startswith("ADInplaceOrView:")][0]
-torch.ops.trace2.g(plain)
-g_handed_set = str(g_handed[0])
-tensor_has_adinplace = torch._C._dispatch_keys(plain).has(DK.ADInplaceOrView)  # private
-include_has_backendselect = torch._C._dispatch_tls_local_include_set().has(DK.BackendSelect)
-# the keys are in the tensor's set and the include set, yet gone from the set g was handed,
-# while f, which has real kernels there, was handed both:
-fallthroughs_gone_before_lookup = (
-    tensor_has_adinplace and include_has_backendselect
-    and not g_handed[0].has(DK.ADInplaceOrView) and not g_handed[0].has(DK.BackendSelect)
-    and sets["plain tensor"]["AutogradCPU"].has(DK.ADInplaceOrView)
-    and sets["plain tensor"]["AutogradCPU"].has(DK.BackendSelect))
-adinplace_default_is_fallthrough = "fallthrough" in g_slot
-
-# The dispatcher's own trace (Dispatcher.h) is compiled only into builds without NDEBUG or with
-# HAS_TORCH_SHOW_DISPATCH_TRACE: ask a fresh interpreter for it and see whether anything prints.
-traced = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2) + 1"],
-                        env=dict(os.environ, TORCH_SHOW_DISPATCH_TRACE="1"),
-                        capture_output=True, text=True, timeout=120)
-build_prints_dispatch_trace = "[call]" in traced.stdout + traced.stderr
-
-for label, o in orders.items():
-    print(f"{label:34s} {' → '.join(o)}")
-print(f"with the autograd kernel also removing BackendSelect: {skipping_order_text}; "
-      f"the dispatcher took the next kernel from the set handed down: {next_kernel_from_handed_set}")
+print(f"outside:          include {outside[0]}; exclude: {len(outside[1])} keys, "
+      f"{', '.join(k for k in outside[1] if 'CPU' in k) or '-'} among them")
+print(f"no_grad:          the same sets: {no_grad_same_sets}")
+print(f"inference_mode:   include {in_inference[0]}; the autograd keys join the exclude set: "
+      f"{inference_excludes_autograd}")
+print(f"autocast:         exclude drops {', '.join(k for k in outside[1] if k not in in_autocast[1])}")
 print(f"requires_grad=True leaves the tensor's keys as they were: {requires_grad_same_keys}")
-print(f"under no_grad the autograd kernel ran: {autograd_ran_under_no_grad}, "
-      f"with grad mode {'on' if grad_mode_inside_no_grad else 'off'}")
-print(f"inside inference_mode grad mode was on in some kernel: {grad_mode_in_inference}")
-print(f"BackendSelect kernel ran in every case (it is in the TLS include set): {backendselect_ran_always}")
-print(f"f's autograd kernel was handed {plain_handed}")
-print(f"trace2::g (no kernel at ADInplaceOrView, BackendSelect: fallthroughs) was handed "
-      f"{g_handed_set}:")
-print(f"  both keys gone before the lookup: {fallthroughs_gone_before_lookup}")
-print(f"this build prints the dispatcher's trace with TORCH_SHOW_DISPATCH_TRACE=1: "
-      f"{build_prints_dispatch_trace}")
-
-colors = {key: f"C{i}" for i, key in enumerate(KEYS + ["CPU"])}
-fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
-for row, (label, events) in enumerate(runs.items()):
-    starts, spans = {}, []
-    for key, what, t, _ in events:
-        if what == "start":
-            starts[key] = (t, len(starts))  # depth: how many kernels were already running
-        else:
-            spans.append((starts[key][1], key, starts[key][0], t))
-    for depth, key, t0, t1 in sorted(spans):  # outer kernels first, inner ones drawn on top
-        ax.barh(row, t1 - t0, left=t0, height=0.8 - 0.13 * depth, color=colors[key],
-                edgecolor="none", zorder=depth)
-ax.set_yticks(range(len(runs)), list(runs), fontsize=9)
-ax.invert_yaxis()
-ax.set_xlabel("time since the call started (µs); Python kernels, so the scale is Python's")
-ax.set_xlim(left=0)
-fig.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], loc="outside lower center",
-           ncols=5, fontsize=8)
-ax.set_title("trace::f through the dispatcher: each kernel runs inside the one above it",
-             fontsize=10)
-plt.show()
+print(f"a + b, grad mode on: autograd kernel ran with grad mode {grad_on_log[0]['grad_mode']}; "
+      f"under no_grad it ran: {len(no_grad_log) == 1}, with grad mode {no_grad_log[0]['grad_mode']}; "
+      f"recorded a node under no_grad: {no_grad_records}")
+print(f"inference tensors carry {inference_keys}; ai + bi in inference_mode ran the autograd kernel: "
+      f"{autograd_ran_in_inference}")
+print(f"an ordinary tensor's add_ inside inference_mode ran: {inplace_in_inference}")
+print(f"an inference tensor's add_ outside inference_mode reached "
+      f"{' → '.join(n['key'] for n in refusal_log)} and raised: {inference_write_error}")
+print(f"  (the CPU kernel had written the tensor by then: {written_before_it_raised})")
+print(f"torch.mm under autocast ran {autocast_order}; inputs "
+      + " → ".join('/'.join(n['dtypes']) for n in autocast_log)
+      + f"; the second call found AutocastCPU excluded: {'AutocastCPU' in second['excluded']}")

@@ -62,6 +62,7 @@ schema = str(torch.ops.mylib.numpy_sin.default._schema)
 registrations = re.findall(r"^(\w+(?:\[alias\])?): registered at",
                            torch._C._dispatch_dump("mylib::numpy_sin"), re.M)  # private
 registrations = [r for r in registrations if r != "debug"]
+n_registrations = len(registrations)
 table = dict(re.findall(r"^(\w+): (?:fallthrough )?registered at \S+ \[(.+)\]$",
                         torch._C._dispatch_dump_table("mylib::numpy_sin"), re.M))  # private
 n_filled_slots = len(table)

@@ -1,30 +1,40 @@
-"""The one-element toll taken apart, one change per step, and the dispatcher's share of it.
+"""The one-element toll taken apart, one change per step, and what a training step pays for it.
 
 Times a ladder of calls on one-element float32 tensors in which each step changes one thing:
 a.dim() (Python calls a C++ method that reads a field: into C++ and back, no dispatcher);
-ai.is_same_size(bi) on inference tensors inside inference_mode (adds parsing one tensor
-argument and one trip through the dispatcher, to a kernel that only compares sizes; no
-autograd kernel runs there); ai.add_(bi) (the same trip to the add kernel, in place: adds the
-kernel's own work, its checks, TensorIterator's set-up and a loop over one float, and
-allocates nothing); ai + bi (out of place: adds allocating the result, wrapping it in a new
-Python object and freeing both, since each call's result is dropped before the next call);
-a + b on ordinary tensors outside inference_mode (adds the autograd kernel, which runs even
-though nothing requires a gradient). The steps' differences add up to a + b. a + b under
-no_grad, timed beside them, shows how much of the autograd step no_grad saves.
+ai.is_same_size(bi) on inference tensors inside inference_mode (adds what a generated binding
+does, parsing one tensor argument, checking for __torch_function__, releasing and retaking
+the GIL, and one trip through the dispatcher to a kernel that only compares sizes; no autograd
+kernel runs there); ai.add_(bi) (the add kernel instead: its checks, TensorIterator's set-up
+and a loop over one float, and the parsing of add_'s longer signature, with its Scalar alpha;
+nothing is allocated); ai + bi (out of place: adds allocating the result, wrapping it in a
+new Python object and freeing both, since each call's result is dropped before the next
+call); a + b on ordinary tensors outside inference_mode (adds the autograd kernel, which runs
+even though nothing requires a gradient, and the ordinary result's version counter). The
+steps' differences add up to a + b. Beside them: a + b under no_grad, and ar + b where ar
+requires a gradient, as it is, under no_grad and under inference_mode, to see what each switch
+saves where there is something to record.
 
-Then a prediction: F.linear(x, w) on 1x1 matrices is one call from Python, and its composite
-kernel calls t and mm below the dispatcher; the script predicts its time as the sum of w.t()
-and torch.mm(x, wt) timed alone (each with a Python call of its own, which F.linear saves once).
-
-Beside the ladder: torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through
-Python's OpOverload.__call__ (torch/_ops.py) and a boxed call, a no-op operator defined with
+Then a prediction: F.linear(x, w, bias) on 1x1 matrices is one call from Python, and its
+composite kernel calls t and addmm below the dispatcher; the script predicts its time as the
+sum of w.t() and torch.addmm(bias, x, wt) timed alone (F.linear saves one Python call and pays
+one more trip through the dispatcher, its own). And the other ways in:
+torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through Python's
+OpOverload.__call__ (torch/_ops.py) and a boxed call, a no-op operator defined with
 torch.library.Library and a Python kernel, and a no-op made with torch.library.custom_op; for
 these the script also counts the Python functions one call runs (sys.setprofile) and the
-files they live in. One intra-op thread; timeit with time.thread_time_ns, the calling thread's
-own CPU clock, so that time the thread spends waiting while another program has the core is
-not counted; the variants are interleaved (each repeat times every variant once, after a
-warm-up round), and each result is the minimum over 200 repeats of the mean of 200 calls (20
-for the custom_op), less the cost of the timing loop itself.
+files they live in.
+
+Last, Figure 1's training step (the series' first page: the same network, loss and Adam): the
+operators one step dispatches, counted with a TorchDispatchMode, times a + b's toll, against
+the step timed at a batch of one and at Figure 1's own 1,024.
+
+One intra-op thread; timeit with time.thread_time_ns, the calling thread's own CPU clock, so
+that time the thread spends waiting while another program has the core is not counted; the
+variants are interleaved (each repeat times every variant once, after a warm-up round), and
+each result is the minimum over 200 repeats of the mean of 200 calls (20 for the custom_op),
+less the cost of the timing loop itself. The training steps: the minimum over 30 repeats of
+20 steps, after two warm-up steps.
 """
 import collections
 import os
@@ -39,7 +49,8 @@ torch.set_num_threads(1)
 a, b = torch.randn(1), torch.randn(1)
 with torch.inference_mode():
     ai, bi = torch.randn(1), torch.randn(1)
-x, w = torch.randn(1, 1), torch.randn(1, 1)
+ar = torch.randn(1, requires_grad=True)  # an input that requires a gradient, as a weight does
+x, w, bias = torch.randn(1, 1), torch.randn(1, 1), torch.randn(1)
 wt = w.t()
 
 
@@ -62,10 +73,12 @@ LADDER = {  # name: (statement, runs under inference_mode, calls per repeat); "n
     "plus_inf": ("ai + bi", True, 200),
     "plus": ("a + b", False, 200),
     "plus_no_grad": ("a + b", "no_grad", 200),
-    "torch_add": ("torch.add(a, b)", False, 200),
-    "linear": ("F.linear(x, w)", False, 200),
+    "plus_rg": ("ar + b", False, 200),
+    "plus_rg_no_grad": ("ar + b", "no_grad", 200),
+    "plus_rg_inference": ("ar + b", True, 200),
+    "linear": ("F.linear(x, w, bias)", False, 200),
     "t": ("w.t()", False, 200),
-    "mm": ("torch.mm(x, wt)", False, 200),
+    "addmm": ("torch.addmm(bias, x, wt)", False, 200),
     "aten_op": ("aten_add(a, b)", False, 200),  # aten_add = torch.ops.aten.add.Tensor
     "library_noop": ("library_noop(a)", False, 200),
     "custom_noop": ("custom_noop(a)", False, 20),
@@ -86,7 +99,7 @@ for repeat in range(REPEATS + 1):  # the first round is a warm-up
 
 loop_ns = best["loop"]
 ns = {k: v - loop_ns for k, v in best.items()}  # the timing loop's own cost taken out
-plus_ns, torch_add_ns, aten_op_ns = ns["plus"], ns["torch_add"], ns["aten_op"]
+plus_ns, aten_op_ns = ns["plus"], ns["aten_op"]
 library_noop_ns, custom_noop_ns = ns["library_noop"], ns["custom_noop"]
 crossing_ns = ns["dim"]
 parse_dispatch_ns = ns["same_size"] - ns["dim"]
@@ -98,12 +111,16 @@ aten_op_vs_plus = aten_op_ns / plus_ns
 custom_vs_plus = custom_noop_ns / plus_ns
 library_vs_plus = library_noop_ns / plus_ns
 largest_other_ns = max(crossing_ns, parse_dispatch_ns, alloc_ns, autograd_ns)
-operator_form_gap_ns = abs(plus_ns - torch_add_ns)
-# under no_grad the autograd kernel still runs: how much of its step does no_grad save?
+# under no_grad the autograd kernel still runs: with nothing to record, no_grad saves nothing ...
 no_grad_ns = ns["plus_no_grad"]
-no_grad_saving = (plus_ns - no_grad_ns) / autograd_ns  # 1 would be all of it, as inference_mode
-linear_ns, t_ns, mm_ns = ns["linear"], ns["t"], ns["mm"]
-linear_predicted_ns = t_ns + mm_ns
+no_grad_vs_plus = no_grad_ns / plus_ns
+# ... and where an input requires a gradient it saves the recording, and inference_mode the rest
+rg_ns, rg_no_grad_ns, rg_inference_ns = ns["plus_rg"], ns["plus_rg_no_grad"], ns["plus_rg_inference"]
+recording_ns = rg_ns - plus_ns  # recording a node, beyond the autograd kernel's own visit
+no_grad_saved_of_recording = (rg_ns - rg_no_grad_ns) / recording_ns
+inference_vs_no_grad = rg_inference_ns / rg_no_grad_ns
+linear_ns, t_ns, addmm_ns = ns["linear"], ns["t"], ns["addmm"]
+linear_predicted_ns = t_ns + addmm_ns
 linear_vs_parts = linear_ns / linear_predicted_ns
 
 
@@ -135,6 +152,52 @@ library_python_calls = sum(frames["Library no-op"].values())
 custom_python_calls = sum(frames["custom_op no-op"].values())
 custom_python_files = len(frames["custom_op no-op"])
 
+# Figure 1's training step: how many operators it dispatches, and what it costs at two batches.
+from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  underscore module, documented
+
+
+class Count(TorchDispatchMode):
+    """Counts the operators that reach the Python key."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.n += 1
+        return func(*args, **(kwargs or {}))
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+def train_step(xs, ys):
+    loss = loss_fn(model(xs), ys)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+step_ns, step_ops = {}, {}
+for batch in (1, 1024):
+    xs, ys = torch.randn(batch, 8), torch.randn(batch, 1)
+    train_step(xs, ys), train_step(xs, ys)  # warm-up; Adam makes its state on the first step
+    with Count() as count:
+        train_step(xs, ys)
+    step_ops[batch] = count.n
+    step_ns[batch] = min(timeit.repeat(lambda: train_step(xs, ys), number=20, repeat=30,
+                                       timer=time.thread_time_ns)) / 20
+n_step_ops = step_ops[1024]
+same_ops_at_any_batch = step_ops[1] == step_ops[1024]
+step_toll_us = n_step_ops * plus_ns / 1e3  # the prediction: operators times a + b's toll
+step_batch1_us, step_batch1024_us = step_ns[1] / 1e3, step_ns[1024] / 1e3
+step_batch1_vs_toll = step_batch1_us / step_toll_us
+fixed_share_of_step = step_batch1_us / step_batch1024_us
+
 print("one-element float32, 1 thread, thread CPU time; min over 200 interleaved repeats; loop cost removed")
 for k, (stmt, inference, _) in LADDER.items():
     if k != "loop":
@@ -147,8 +210,11 @@ parts = {"into C++ and back": crossing_ns, "parse, dispatch": parse_dispatch_ns,
          "result: allocate, wrap, free": alloc_ns, "autograd kernel": autograd_ns}
 for label, value in parts.items():
     print(f"  {label:42s}{value:7,.0f} ns  {value / plus_ns:5.0%}")
-print(f"no_grad saves {no_grad_saving:.0%} of the autograd step (inference_mode saves all of it)")
-print(f"F.linear(x, w): {linear_ns:,.0f} ns; predicted from w.t() + torch.mm(x, wt): "
+print(f"nothing to record: a + b under no_grad took {no_grad_vs_plus:.2f} times a + b")
+print(f"ar requires grad: ar + b {rg_ns:,.0f} ns (recording {recording_ns:,.0f} ns more than a + b); "
+      f"no_grad {rg_no_grad_ns:,.0f} ns, saving {no_grad_saved_of_recording:.0%} of the recording; "
+      f"inference_mode {rg_inference_ns:,.0f} ns, {inference_vs_no_grad:.2f} of no_grad's")
+print(f"F.linear(x, w, bias): {linear_ns:,.0f} ns; predicted from w.t() + torch.addmm(bias, x, wt): "
       f"{linear_predicted_ns:,.0f} ns; measured / predicted = {linear_vs_parts:.2f}")
 print(f"torch.ops.aten.add.Tensor: {aten_op_vs_plus:.2f}x a + b; "
       f"custom_op no-op: {custom_vs_plus:.1f}x; Library no-op: {library_vs_plus:.2f}x")
@@ -156,6 +222,10 @@ print("Python functions one call runs (sys.setprofile), by file:")
 for name, seen in frames.items():
     where = ", ".join(f"{f} {c}" for f, c in seen.most_common(6)) or "none"
     print(f"  {name:28s}{sum(seen.values()):4d}  {where}")
+print(f"Figure 1's training step dispatches {n_step_ops} operators (the same at batch 1: "
+      f"{same_ops_at_any_batch}); times a + b's toll: {step_toll_us:,.0f} µs")
+print(f"  the step took {step_batch1_us:,.0f} µs at a batch of 1 ({step_batch1_vs_toll:.1f} times the toll) "
+      f"and {step_batch1024_us:,.0f} µs at 1,024 ({fixed_share_of_step:.0%} of it paid at any batch)")
 
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.6), layout="constrained",
                                   height_ratios=[1, 2.2])
@@ -168,8 +238,8 @@ top.set_xlim(0, plus_ns * 1.02)
 top.set_xlabel("ns per call; each piece is one step of the ladder", fontsize=8)
 top.legend(loc="upper center", bbox_to_anchor=(0.5, -0.55), ncols=3, fontsize=8, frameon=False)
 top.set_title("Where the one-element toll goes, and what other ways in cost", fontsize=10)
-rows = [("a + b", plus_ns, "C7"), ("F.linear(x, w), measured", linear_ns, "C0"),
-        ("w.t() + torch.mm(x, wt): prediction", linear_predicted_ns, "C9"),
+rows = [("a + b", plus_ns, "C7"), ("F.linear(x, w, bias), measured", linear_ns, "C0"),
+        ("w.t() + torch.addmm(...): prediction", linear_predicted_ns, "C9"),
         ("torch.ops.aten.add.Tensor(a, b)", aten_op_ns, "C7"),
         ("Library op, no-op Python kernel", library_noop_ns, "C7"),
         ("custom_op, no-op", custom_noop_ns, "C3")]

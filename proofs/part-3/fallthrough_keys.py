@@ -41,6 +41,8 @@ counts = {key: len(ops) for key, ops in kernels.items()}
 share_pct = {key: 100 * c / n_aten for key, c in counts.items()}
 n_backendselect, n_inplace_or_view, n_autocast = (counts[k] for k in KEYS)
 backendselect_pct, inplace_or_view_pct, autocast_pct = (share_pct[k] for k in KEYS)
+# the operators for which all three keys are free: none of them has a kernel at any of the three
+n_free_of_all_three = n_aten - len(set().union(*kernels.values()))
 all_inplace_or_view_alias = all(any(a.alias_info is not None for a in schemas[n].arguments)
                                 for n in kernels["ADInplaceOrView"])
 all_backendselect_device = all(any(a.name == "device" for a in schemas[n].arguments)
@@ -93,6 +95,7 @@ print(f"aten operators with a real kernel at each key (of {n_aten}):")
 for key in KEYS:
     print(f"  {key:16s}{counts[key]:5d}  ({share_pct[key]:4.1f}%)  "
           f"backend fallback is a fallthrough: {fallback_is_fallthrough[key]}")
+print(f"  for {n_free_of_all_three} of the {n_aten} operators, all three slots are fallthroughs")
 print(f"every ADInplaceOrView kernel is for an op whose schema aliases or writes: "
       f"{all_inplace_or_view_alias}")
 print(f"every BackendSelect kernel is for an op with a device argument: {all_backendselect_device}")

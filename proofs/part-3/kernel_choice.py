@@ -1,43 +1,44 @@
-"""Ten calls, one rule: each call's keys, the kernel that runs first, the ones it hands on to, the keys skipped.
+"""The rule, call after call: which kernels each call runs, predicted from the tables, then watched.
 
 Applies the rule of aten/src/ATen/core/dispatch/DispatchKeyExtractor.h to ten calls:
 ((keys of the tensor arguments | thread-local include) - thread-local exclude), then drop the
 keys whose slot in this operator's table is a fallthrough. Reads the tensors' keys with the
 private torch._C._dispatch_keys, the thread-local sets with
 torch._C._dispatch_tls_local_include_set / _exclude_set (read inside each call's context:
-inference_mode, autocast), and the table with torch._C._dispatch_dump_table, and predicts the
-chain of kernels from them.
+no_grad, inference_mode, autocast), and the table with
+torch._C._dispatch_dump_table, and predicts the chain of kernels: the keys left, highest
+first, down to the backend's kernel, a composite kernel (which calls other operators instead),
+or a BackendSelect kernel (which hands the call to the device's key).
 
-Then it watches the real calls, in two passes, with Python "spy" kernels registered over
-ATen's own for the length of one call (torch.library.Library("aten", "IMPL"), removed at once,
-which puts ATen's kernel back); each spy notes what it sees and calls the kernel it stands in
-for (private torch._C._dispatch_get_computed_kernel_for_dispatch_key), so the call does what
-it always does. First pass: a spy at the key the rule says runs first records the key set the
-dispatcher handed it, to compare with the predicted set. Second pass: a spy at the backend
-kernel at the bottom of the chain records what the kernels above left for it: the
-thread-local exclude set (while they call down, the generated autograd kernels exclude the
-autograd keys with a guard, and ADInplaceOrView too unless the operator writes or aliases,
-whose ADInplaceOrView kernel then excludes it; a composite kernel sets no guard, and the one
-the backend kernel finds then comes from the operator it called; autocast's kernels exclude
-their own key and call the operator again), the dtype of its inputs, and whether they still
-carry the conjugate bit. For a.add_(b) a third spy, at the ADInplaceOrView kernel, reads the
-exclude set there, to see which of the two kernels excluded ADInplaceOrView. torch.zeros finds the guard too: its binding, torch::zeros from
-tools/autograd/templates/variable_factories.h, sets it. A dispatch mode, run alone, shows
-which operators reach the Python key below autograd. Last, the real calls with ATen's
-kernels: add_ bumps the private _version counter, autocast returns bfloat16. Private APIs are
-used as they are: if a later torch changes them, the script fails.
+Then it watches each real call. A Python "spy" stands in front of the kernel in every slot of
+the predicted chain, for the length of one call (torch.library.Library("aten", "IMPL"),
+removed at once, which puts ATen's kernels back); each spy notes its key, the key set the
+dispatcher handed it, grad mode, and its inputs' dtypes, and calls the kernel it stands in for
+(private torch._C._dispatch_get_computed_kernel_for_dispatch_key), so the call does what it
+always does. The order of the spies' notes is the chain as it ran, compared link by link with
+the prediction. For the two composites a spy at the kernel they end in (addmm's, mm's CPU
+slot) records what reaches it, and a dispatch mode, run alone, lists the operators that reach
+the Python key below them. Last, the real calls with ATen's kernels: add_ bumps the private
+_version counter, autocast returns bfloat16, x * 2 records a node only with grad mode on. Figure
+1's other two operators, relu and mse_loss, are watched the same way, outside the table. The
+figure draws each call as a row of the dispatch table: the slots that ran, numbered, over
+the kind of kernel each slot holds. Private APIs are used as they are: if a later torch
+changes them, the script fails.
 """
 import contextlib
 import re
 import warnings
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
+from matplotlib.patches import Rectangle
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, documented
 
-DK = torch._C.DispatchKey
-BACKEND_KERNEL_KEYS = {"CPU", "Meta", "SparseCPU", "QuantizedCPU", "MkldnnCPU"}
-SHORT = {"autograd kernel": "from Autograd", "backend fallback": "boxed fallback"}
+BACKEND_KERNEL_KEYS = {"CPU", "Meta"}
+KEYS = ["AutocastCPU", "AutogradCPU", "ADInplaceOrView", "Conjugate", "Python", "BackendSelect",
+        "SparseCPU", "Meta", "CPU"]  # the dispatch table's columns
+ALIAS_TAGS = {"autograd kernel": "Autograd", "math kernel": "CI", "default backend kernel": "CE"}
 
 
 def names(ks):
@@ -53,85 +54,72 @@ def table(op_name):
     return {key: (tag, bool(ft), path) for key, ft, path, tag in found}
 
 
-def tag_text(tag, path):
-    if tag == "default backend kernel":  # one tag for both CompositeExplicitAutograd aliases
-        alias = re.search(r"Register(CompositeExplicitAutograd\w*?)(?:_\d+)?\.cpp", path)
-        return "from " + (alias.group(1) if alias else "CompositeExplicitAutograd")
-    return SHORT.get(tag, tag)
+def step_text(key, tag, path):
+    """One link of a chain: the key, and where its slot's kernel came from."""
+    if key.startswith("Autocast"):
+        return f"{key} [casts, calls again]"
+    if tag == "math kernel":
+        return f"{key} [CI: calls other operators]"
+    if tag == "backend fallback":
+        return f"{key} [boxed fallback]"
+    if tag in ALIAS_TAGS:
+        return f"{key} [{ALIAS_TAGS[tag]}]"
+    if path.rsplit(":", 1)[0].endswith(".py"):
+        return f"{key} [Python kernel]"
+    return key
 
 
 def tensor_keys(args):
-    keys = torch._C.DispatchKeySet(DK.Undefined)
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.Undefined)
     for arg in args:
-        for t in (arg if isinstance(arg, (list, tuple)) else [arg]):
-            if isinstance(t, torch.Tensor):
-                keys = keys | torch._C._dispatch_keys(t)  # private
+        if isinstance(arg, torch.Tensor):
+            keys = keys | torch._C._dispatch_keys(arg)  # private
     return keys
 
 
 def predict(op_name, args, device_key):
-    """(keys from tensors, the set that reaches the table, kernels in order, skipped keys)."""
-    from_tensors = tensor_keys(args)
-    include = torch._C._dispatch_tls_local_include_set()  # private
-    exclude = torch._C._dispatch_tls_local_exclude_set()  # private
+    """(keys in play, keys excluded, the set that reaches the table, the chain: [(key, text)])."""
+    in_play = tensor_keys(args) | torch._C._dispatch_tls_local_include_set()  # private
+    exclude = names(torch._C._dispatch_tls_local_exclude_set())  # private
     entries = table(op_name)
-    runs, excluded, fallthrough = [], [], []
-    for key in reversed(names(from_tensors | include)):  # highest priority first
-        if key in names(exclude):
-            excluded.append(key)
-        elif entries.get(key, ("", False, ""))[1]:
-            fallthrough.append(key)
-        else:
-            runs.append(key)
-    skipped = "; ".join(f"{why}: {', '.join(keys)}" for why, keys in
-                        (("excluded", excluded), ("fallthrough", fallthrough)) if keys)
+    reaching = [k for k in names(in_play) if k not in exclude and not entries.get(k, ("", False))[1]]
     chain = []
-    for key in runs:
+    for key in reversed(reaching):  # highest priority first
         tag, _, path = entries[key]
-        if tag == "math kernel":
-            chain.append(f"{key} [math kernel: calls other operators]")
+        chain.append((key, step_text(key, tag, path)))
+        if key == "BackendSelect" and tag == "kernel":  # it hands the call to the device's key
+            tag, _, path = entries[device_key]
+            chain.append((device_key, step_text(device_key, tag, path)))
             break
-        if key.startswith("Autocast"):
-            chain.append(f"{key} [casts, calls again from the top]")
-            continue
-        if tag == "kernel" and path.rsplit(":", 1)[0].endswith(".py"):
-            chain.append(f"{key} [Python kernel]")
-        else:
-            chain.append(key if tag == "kernel" else f"{key} [{tag_text(tag, path)}]")
-        if key == "BackendSelect" and tag == "kernel":
-            # the BackendSelect kernel redispatches to the device's key: read that slot too
-            device_tag, _, device_path = entries[device_key]
-            chain.append(device_key if device_tag == "kernel" else
-                         f"{device_key} [{tag_text(device_tag, device_path)}]")
+        if tag == "math kernel" or key in BACKEND_KERNEL_KEYS:
             break
-        if key in BACKEND_KERNEL_KEYS:
-            break
-    reaching = sorted(runs)
-    return ", ".join(names(from_tensors)) or "(no tensor arguments)", reaching, chain, skipped
+    excluded = [k for k in names(in_play) if k in exclude]
+    return names(in_play), excluded, sorted(reaching), chain
 
 
 @contextlib.contextmanager
-def spy(op, key, log):
-    """Stands a Python kernel in front of ATen's at `key` for one call; ATen's comes back after."""
-    original = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{op}", key)  # private
+def spies(op, keys, log):
+    """Stands a Python kernel in front of ATen's at each key, for one call; ATen's come back after."""
+    lib = torch.library.Library("aten", "IMPL")
     packet, _, overload = op.partition(".")
     schema = getattr(getattr(torch.ops.aten, packet), overload or "default")._schema
-    lib = torch.library.Library("aten", "IMPL")
+    for key in keys:
+        original = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{op}", key)  # private
 
-    def kernel(keyset, *args, **kwargs):
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        log.append({"keys": sorted(names(keyset)),
-                    "excluded": names(torch._C._dispatch_tls_local_exclude_set()),  # private
-                    "dtypes": {str(t.dtype).split(".")[-1] for t in tensors},
-                    "conj_inputs": any(t.is_conj() for t in tensors)})
-        # a Python kernel is handed a wrapped number as the Python number; give it back as a tensor
-        args = [torch.tensor(v) if str(arg.type) == "Tensor" and isinstance(v, (int, float)) else v
-                for arg, v in zip(schema.arguments, args)]
-        return original.call_boxed(keyset, *args, **kwargs)
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Warning only once for all operators")
-        lib.impl(op, kernel, key, with_keyset=True)
+        def kernel(keyset, *args, _key=key, _original=original, **kwargs):
+            log.append({"op": op, "key": _key, "handed": sorted(names(keyset)),
+                        "grad_mode": torch.is_grad_enabled(),
+                        "excluded": names(torch._C._dispatch_tls_local_exclude_set()),  # private
+                        "dtypes": sorted({str(a.dtype).split(".")[-1] for a in args
+                                          if isinstance(a, torch.Tensor)})})
+            # a Python kernel is handed a wrapped number as the Python number: give it back as a tensor
+            args = [torch.tensor(v) if str(arg.type) == "Tensor" and isinstance(v, (int, float)) else v
+                    for arg, v in zip(schema.arguments, args)]
+            return _original.call_boxed(keyset, *args, **kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(Overriding a previously registered kernel|"
+                                                      "Warning only once for all operators).*")
+            lib.impl(op, kernel, key, with_keyset=True)
     try:
         yield
     finally:
@@ -139,7 +127,7 @@ def spy(op, key, log):
 
 
 class Ops(TorchDispatchMode):
-    """The operators that reach the Python key, below autograd."""
+    """The operators that reach the Python key, below autograd and below composites."""
 
     def __init__(self):
         super().__init__()
@@ -151,138 +139,150 @@ class Ops(TorchDispatchMode):
 
 
 a, b = torch.randn(4), torch.randn(4)
-x, w = torch.randn(2, 4, requires_grad=True), torch.randn(3, 4)
+x = torch.randn(2, 4, requires_grad=True)
+w, bias = torch.randn(3, 4, requires_grad=True), torch.randn(3, requires_grad=True)
 m = torch.randn(8, 8)
 z = torch.randn(4, dtype=torch.complex64)
+zc = z.conj()
 with torch.inference_mode():
     ai, bi = torch.randn(4), torch.randn(4)
 meta = torch.empty(4, device="meta")
 autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
-cases = {  # call: (overload it becomes, its arguments, the call itself, context, bottom kernel)
-    "a + b": ("aten::add.Tensor", (a, b), lambda: a + b, contextlib.nullcontext,
-              ("add.Tensor", "CPU")),
-    "a.add_(b)": ("aten::add_.Tensor", (a, b), lambda: a.add_(b), contextlib.nullcontext,
-                  ("add_.Tensor", "CPU")),
-    "x * 2, x requires grad": ("aten::mul.Tensor", (x, 2), lambda: x * 2, contextlib.nullcontext,
-                               ("mul.Tensor", "CPU")),
-    "x * 2 under no_grad": ("aten::mul.Tensor", (x, 2), lambda: x * 2, torch.no_grad,
-                            ("mul.Tensor", "CPU")),
-    "a + b, inference tensors": ("aten::add.Tensor", (ai, bi), lambda: ai + bi,
-                                 torch.inference_mode, ("add.Tensor", "CPU")),
-    "m @ m under autocast": ("aten::matmul", (m, m), lambda: m @ m, autocast, ("mm", "CPU")),
-    "z.conj() + z": ("aten::add.Tensor", (z.conj(), z), lambda: z.conj() + z,
-                     contextlib.nullcontext, ("add.Tensor", "CPU")),
-    "torch.zeros(3)": ("aten::zeros", ([3],), lambda: torch.zeros(3), contextlib.nullcontext,
-                       ("zeros", "CPU")),
-    "F.linear(x, w)": ("aten::linear", (x, w), lambda: F.linear(x, w), contextlib.nullcontext,
-                       ("mm", "CPU")),
-    "meta + meta": ("aten::add.Tensor", (meta, meta), lambda: meta + meta,
-                    contextlib.nullcontext, ("add.Tensor", "Meta")),
+nothing = contextlib.nullcontext
+CASES = {  # call: (overload it becomes, its arguments, the call, context, spy at the kernel it ends in)
+    "a + b": ("add.Tensor", (a, b), lambda: a + b, nothing, None),
+    "x * 2 (x requires grad)": ("mul.Tensor", (x,), lambda: x * 2, nothing, None),
+    "x * 2 under no_grad": ("mul.Tensor", (x,), lambda: x * 2, torch.no_grad, None),
+    "ai + bi in inference_mode": ("add.Tensor", (ai, bi), lambda: ai + bi, torch.inference_mode, None),
+    "a.add_(b)": ("add_.Tensor", (a, b), lambda: a.add_(b), nothing, None),
+    "F.linear(x, w, bias)": ("linear", (x, w, bias), lambda: F.linear(x, w, bias), nothing,
+                             ("addmm", "CPU")),
+    "m @ m under autocast": ("matmul", (m, m), lambda: m @ m, autocast, ("mm", "CPU")),
+    "z.conj() + z": ("add.Tensor", (zc, z), lambda: zc + z, nothing, None),
+    "torch.zeros(3)": ("zeros", (), lambda: torch.zeros(3), nothing, None),
+    "meta + meta": ("add.Tensor", (meta, meta), lambda: meta + meta, nothing, None),
 }
-predicted, first_seen, bottom_seen, outside_excluded, below_autograd = {}, {}, {}, {}, {}
-for label, (op_name, args, call, context, (bottom_op, bottom_key)) in cases.items():
+predicted, watched, first_handed, at_end, below = {}, {}, {}, {}, {}
+for label, (op, args, call, context, end) in CASES.items():
     with context():
         device = call().device.type  # the real call, with ATen's kernels: where its result lives
-        predicted[label] = predict(op_name, args, torch._C._dispatch_key_for_device(device))
-        outside_excluded[label] = names(torch._C._dispatch_tls_local_exclude_set())  # private
-        first_key = predicted[label][2][0].split(" ")[0]
-        overload = op_name[len("aten::"):]
+        predicted[label] = predict(f"aten::{op}", args, torch._C._dispatch_key_for_device(device))
+        chain_keys = [key for key, _ in predicted[label][3]]
         log = []
-        with spy(overload, first_key, log):
-            call()  # pass 1: the spy stands where the rule says the first kernel is
-        first_seen[label] = log[0]["keys"]
-        log = []
-        with spy(bottom_op, bottom_key, log):
-            call()  # pass 2: the spy stands at the backend kernel at the bottom
-        bottom_seen[label] = log[0]
-        with Ops() as ops:  # pass 3, alone: a mode's own fallback changes the exclude set
+        with spies(op, chain_keys, log), (spies(*end[:1], end[1:], log) if end else nothing()):
             call()
-        below_autograd[label] = ops.seen
+    watched[label] = [n["key"] for n in log if n["op"] == op]
+    first_handed[label] = log[0]["handed"]
+    ends = [n for n in log if n["op"] != op]
+    at_end[label] = ends[-1] if ends else [n for n in log if n["op"] == op][-1]
+    if end:
+        with Ops() as ops:  # alone: what reaches the Python key below the composite
+            call()
+        below[label] = ", ".join(ops.seen)
 
-# What the first kernel was handed is the predicted set, in every case:
-first_sets_match = all(first_seen[k] == predicted[k][1] for k in cases)
-n_cases = len(cases)
-# What the chain above left for the backend kernel:
-guard = {k: "ADInplaceOrView" in bottom_seen[k]["excluded"] for k in cases}
+n_cases = len(CASES)
+# Figure 1's other operators, relu and mse_loss, watched the same way: a + b's chain?
+h, target = torch.randn(4, requires_grad=True), torch.randn(4)
+figure1_others = {}
+for op, args, call in (("relu", (h,), lambda: F.relu(h)),
+                       ("mse_loss", (h, target), lambda: F.mse_loss(h, target))):
+    chain = predict(f"aten::{op}", args, "CPU")[3]
+    log = []
+    with spies(op, [key for key, _ in chain], log):
+        call()
+    figure1_others[op] = ([n["key"] for n in log], [key for key, _ in chain])
+figure1_others_like_plain = all(watched_keys == predicted_keys == watched["a + b"]
+                                for watched_keys, predicted_keys in figure1_others.values())
+# Every link of every chain, as it ran, is the predicted one, and the first kernel was handed
+# exactly the set the rule gives:
+chains_watched = all(watched[k] == [key for key, _ in predicted[k][3]] for k in CASES)
+first_sets_match = all(first_handed[k] == predicted[k][2] for k in CASES)
+chain_text = {k: " → ".join(text for _, text in predicted[k][3]) for k in CASES}
+plain_chain = chain_text["a + b"]
+grad_on_chain, no_grad_chain = chain_text["x * 2 (x requires grad)"], chain_text["x * 2 under no_grad"]
+inference_chain = chain_text["ai + bi in inference_mode"]
+inplace_chain = chain_text["a.add_(b)"]
+linear_chain, autocast_chain = chain_text["F.linear(x, w, bias)"], chain_text["m @ m under autocast"]
+conj_chain = chain_text["z.conj() + z"]
+zeros_chain, meta_chain = chain_text["torch.zeros(3)"], chain_text["meta + meta"]
+linear_below, autocast_below = below["F.linear(x, w, bias)"], below["m @ m under autocast"]
+plain_excluded = ", ".join(predicted["a + b"][1])
 
-
-def sets_guard(step):
-    """A generated autograd kernel or an ADInplaceOrView kernel excludes ADInplaceOrView below it;
-    a math kernel at an autograd key is a composite: it sets no guard, it calls other operators."""
-    return step.startswith(("Autograd", "ADInplaceOrView")) and "math kernel" not in step
-
-
-# The guard the backend kernel finds comes from the last such kernel above it: for a composite
-# (F.linear, m @ m) that is one in the chain of the operator it called, mm's.
-expects_guard = {}
-for k, (op_name, args, call, context, (bottom_op, bottom_key)) in cases.items():
-    with context():
-        chain = predicted[k][2]
-        if any("math kernel" in step for step in chain):
-            chain = chain + predict(f"aten::{bottom_op}", args, bottom_key)[2]
-    expects_guard[k] = any(sets_guard(step) for step in chain)
-# torch.zeros is the exception, and not the dispatcher's doing: its binding calls torch::zeros
-# (generated from tools/autograd/templates/variable_factories.h), which sets the same guard
-# before it calls at::zeros.
-expects_guard["torch.zeros(3)"] = True
-guards_as_predicted = all(guard[k] == expects_guard[k] for k in cases)
-# Who set it for a.add_(b): a spy at add_'s ADInplaceOrView kernel reads the exclude set there.
-at_inplace = []
-with spy("add_.Tensor", "ADInplaceOrView", at_inplace):
-    a.add_(b)
-inplace_guard_from_inplace_kernel = ("ADInplaceOrView" not in at_inplace[0]["excluded"]
-                                     # the autograd keys print as AutogradOther, AutogradNestedTensor
-                                     and "AutogradOther" in at_inplace[0]["excluded"]
-                                     and guard["a.add_(b)"])
-no_grad_autograd_ran = guard["x * 2 under no_grad"]
-# no_grad leaves the thread-local sets alone (the prediction reads them inside the context),
-# and the first kernel and the backend kernel saw the same in both calls:
-no_grad_same_chain = (predicted["x * 2 under no_grad"][2] == predicted["x * 2, x requires grad"][2]
-                      and first_seen["x * 2 under no_grad"] == first_seen["x * 2, x requires grad"]
-                      and guard["x * 2 under no_grad"] == guard["x * 2, x requires grad"])
-inference_no_guard = not guard["a + b, inference tensors"]
-autocast_recalled = ("AutocastCPU" in bottom_seen["m @ m under autocast"]["excluded"]
-                     and "AutocastCPU" not in outside_excluded["m @ m under autocast"]
-                     and bottom_seen["m @ m under autocast"]["dtypes"] == {"bfloat16"})
-conj_resolved_below = not bottom_seen["z.conj() + z"]["conj_inputs"]
-zeros_reached_cpu = bottom_seen["torch.zeros(3)"]["keys"] == ["CPU"]
-linear_decomposed = "linear" not in below_autograd["F.linear(x, w)"] and \
-    "mm" in below_autograd["F.linear(x, w)"]
-linear_below = ", ".join(below_autograd["F.linear(x, w)"])
-autocast_below = ", ".join(below_autograd["m @ m under autocast"])
-
-for label, (keys, reaching, chain, skipped) in predicted.items():
-    print(f"{label:24s} {cases[label][0]:18s} keys: {keys}")
-    print(f"{'':4s}runs {' → '.join(chain)}  |  {skipped or 'nothing skipped'}")
-    seen = bottom_seen[label]
-    print(f"{'':4s}seen: first kernel got {{{', '.join(first_seen[label])}}}; "
-          f"{cases[label][4][0]} at {cases[label][4][1]} found guard: {guard[label]}, "
-          f"inputs {'/'.join(sorted(seen['dtypes'])) or '-'}"
-          f"{', conj bit' if seen['conj_inputs'] else ''}"
-          f"{', AutocastCPU excluded' if 'AutocastCPU' in seen['excluded'] and 'autocast' in label else ''}")
-plain_chain = " → ".join(predicted["a + b"][2])
-plain_skips = predicted["a + b"][3]
-inplace_chain = " → ".join(predicted["a.add_(b)"][2])
-no_grad_chain = " → ".join(predicted["x * 2 under no_grad"][2])
-inference_chain = " → ".join(predicted["a + b, inference tensors"][2])
-autocast_chain = " → ".join(predicted["m @ m under autocast"][2])
-conj_chain = " → ".join(predicted["z.conj() + z"][2])
-zeros_chain = " → ".join(predicted["torch.zeros(3)"][2])
-linear_chain = " → ".join(predicted["F.linear(x, w)"][2])
-meta_chain = " → ".join(predicted["meta + meta"][2])
-
-# The real calls, with ATen's kernels back in place:
+# no_grad: the same chain as with grad mode on; the autograd kernel ran, and records only with grad mode on.
+no_grad_same_chain = watched["x * 2 under no_grad"] == watched["x * 2 (x requires grad)"]
+with torch.no_grad():
+    no_grad_records = (x * 2).grad_fn is not None
+grad_on_records = (x * 2).grad_fn is not None
+# the real calls with ATen's kernels:
 version_before = a._version  # private attribute: the version counter ADInplaceOrView bumps
 a.add_(b)
 inplace_bumped_version = a._version == version_before + 1
 with autocast():
     autocast_ran = (m @ m).dtype == torch.bfloat16
-print(f"the first kernel was handed exactly the predicted set in all {n_cases} calls: {first_sets_match}")
-print(f"the backend kernel found ADInplaceOrView excluded exactly where a generated autograd or an "
-      f"ADInplaceOrView kernel ran above it (for a composite: in the chain of the operator it "
-      f"called; and for torch.zeros, whose binding sets it): {guards_as_predicted}")
-print(f"a.add_(b): at its ADInplaceOrView kernel the autograd keys were excluded and ADInplaceOrView "
-      f"was not; at the CPU kernel it was: {inplace_guard_from_inplace_kernel}")
-print(f"below autograd, F.linear arrives as: {linear_below}; m @ m under autocast as: {autocast_below}")
-print(f"checks: add_ bumped the version counter: {inplace_bumped_version}; "
-      f"m @ m under autocast returned bfloat16: {autocast_ran}")
+autocast_end = at_end["m @ m under autocast"]
+autocast_reached_mm = (autocast_end["dtypes"] == ["bfloat16"] and "AutocastCPU" in autocast_end["excluded"])
+inference_no_autograd = not any(k.startswith("Autograd") for k in watched[
+    "ai + bi in inference_mode"])
+
+for label, (keys, excluded, reaching, chain) in predicted.items():
+    print(f"{label:26s} aten::{CASES[label][0]}")
+    print(f"    keys in play: {', '.join(reversed(keys)) or '-'}; excluded: {', '.join(excluded) or '-'}")
+    print(f"    predicted: {chain_text[label]}")
+    print(f"    watched:   {' → '.join(watched[label])}; first kernel handed "
+          f"{{{', '.join(first_handed[label])}}}" + (f"; below it: {below[label]}" if label in below else ""))
+print(f"Figure 1's relu and mse_loss ran a + b's chain, as predicted: {figure1_others_like_plain}")
+print(f"every link of all {n_cases} chains ran as predicted: {chains_watched}; "
+      f"each first kernel was handed the predicted set: {first_sets_match}")
+print(f"x * 2: same chain with and without no_grad: {no_grad_same_chain}; records a node with grad "
+      f"mode on: {grad_on_records}, under no_grad: {no_grad_records}")
+print(f"m @ m under autocast: mm's CPU kernel got {'/'.join(autocast_end['dtypes'])} inputs, "
+      f"AutocastCPU excluded: {'AutocastCPU' in autocast_end['excluded']}; result bfloat16: {autocast_ran}")
+print(f"a.add_(b) bumped the version counter: {inplace_bumped_version}")
+
+# The figure: each call as a row of the dispatch table, the slots that ran numbered.
+REFUSING_FILES = ("MetaFallbackKernel.cpp", "VariableFallbackKernel.cpp")
+
+
+def kind(entry):
+    if entry is None:
+        return "empty"
+    tag, fallthrough, path = entry
+    if fallthrough:
+        return "fallthrough"
+    if tag in ("default backend kernel", "math kernel", "autograd kernel"):
+        return "alias"
+    if tag == "backend fallback":
+        return "refusing fallback" if path.rsplit(":", 1)[0].endswith(REFUSING_FILES) else "fallback"
+    return "kernel"
+
+
+STYLE = {"kernel": dict(facecolor="C0", edgecolor="C0"),
+         "alias": dict(facecolor="C2", edgecolor="C2"),
+         "fallback": dict(facecolor="C4", edgecolor="C4"),
+         "refusing fallback": dict(facecolor="none", edgecolor="C4", hatch="xx"),
+         "fallthrough": dict(facecolor="none", edgecolor="C7", hatch="////"),
+         "empty": dict(facecolor="none", edgecolor="C7", linestyle=":")}
+fig, ax = plt.subplots(figsize=(8, 5.6), layout="constrained")
+for row, (label, (op, args, *_)) in enumerate(CASES.items()):
+    entries = table(f"aten::{op}")
+    keys, excluded, _, _ = predicted[label]
+    on_meta = "meta" in label
+    for col, column in enumerate(KEYS):
+        key = "AutogradMeta" if on_meta and column == "AutogradCPU" else column
+        in_play = key in keys or key in watched[label]  # (a BackendSelect kernel hands on the device's key)
+        ax.add_patch(Rectangle((col - 0.42, row - 0.38), 0.84, 0.76, linewidth=1,
+                               alpha=1 if in_play else 0.18, **STYLE[kind(entries.get(key))]))
+        if key in excluded:
+            ax.text(col, row, "×", ha="center", va="center", fontsize=13, color="C3", fontweight="bold")
+        if key in watched[label]:
+            ax.plot(col, row, "o", markersize=12, color="C1", zorder=5)
+            ax.text(col, row, str(watched[label].index(key) + 1), ha="center", va="center", fontsize=8,
+                    color="white", fontweight="bold", zorder=6)
+ax.set_xlim(-0.5, len(KEYS) - 0.5)
+ax.set_ylim(len(CASES) - 0.5, -0.5)
+ax.set_xticks(range(len(KEYS)), [k if k != "AutogradCPU" else "AutogradCPU\n(Meta: AutogradMeta)"
+                                  for k in KEYS], rotation=35, ha="right", fontsize=8)
+ax.set_yticks(range(len(CASES)), [f"{k}  ({CASES[k][0]})" for k in CASES], fontsize=8)
+ax.set_title("Each call as a row of its operator's table: numbered slots ran, × excluded,\n"
+             "faint: key not in play; colours as in the dispatch table", fontsize=9)
+plt.show()

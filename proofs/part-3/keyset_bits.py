@@ -4,10 +4,13 @@ Reads the functionality keys, in order, and the backend components from the head
 package ships (c10/core/DispatchKey.h), works out which bit each one owns, and checks that
 against torch at run time: for every runtime key the dispatcher knows, the bits predicted
 from the header, handed to the private torch._C.DispatchKeySet.from_raw_repr, must decode
-back to that one key; and the number of slots in an operator's table, one per runtime key plus
-Undefined, is compared with the header's own formula for it (num_runtime_entries). A runtime
-key such as AutogradCPU is two bits, a functionality
-(AutogradFunctionality) and a backend (CPU). The figure draws four key sets as rows of 64
+back to that one key. The number of slots in an operator's table is one per runtime key, from
+torch's own list of them at run time (private torch._C._dispatch_keyset_full), plus one for
+Undefined, the empty set; it is compared with the header's own formula for it
+(num_runtime_entries), computed from the header's lists: its functionality keys and the
+per-backend functionalities of C10_FORALL_FUNCTIONALITY_KEYS, read from the file, not typed
+in. (Python cannot read the length of the table itself.) A runtime key such as AutogradCPU is
+two bits, a functionality (AutogradFunctionality) and a backend (CPU). The figure draws four key sets as rows of 64
 bits, the highest bit on the left, which is also the order of priority. Uses the private
 torch._C._dispatch_* functions; if a later torch renames them, the script fails.
 """
@@ -30,7 +33,9 @@ def header_lists(path):
     enum = code.split("enum class DispatchKey : uint16_t {")[1].split("EndOfFunctionalityKeys")[0]
     names = re.findall(r"^\s*(\w+)\s*[,=]", enum, re.M)
     functionalities = [n for n in names if n not in ("Undefined", "CatchAll")]
-    return backends, functionalities
+    per_backend = dict(re.findall(r"_\((\w+), ?(\w*)\)", code.split("#define C10_FORALL_FUNCTIONALITY_KEYS(_)")[1]
+                                  .split("enum class")[0]))
+    return backends, functionalities, per_backend
 
 
 def names(ks):
@@ -39,15 +44,17 @@ def names(ks):
     return [k.strip() for k in inner.split(",") if k.strip()]
 
 
-backends, functionalities = header_lists(HEADER)
+backends, functionalities, PER_BACKEND = header_lists(HEADER)
 n_backend_bits = len(backends)
 n_functionality_bits = len(functionalities)
 n_bits_used = n_backend_bits + n_functionality_bits
 bit_of_functionality = {f: n_backend_bits + i for i, f in enumerate(functionalities)}
 bit_of_backend = {b: i for i, b in enumerate(backends)}
-# per-backend functionalities and the prefix their runtime keys carry (CPU, SparseCPU, AutogradCPU...)
-PER_BACKEND = {"Dense": "", "Quantized": "Quantized", "Sparse": "Sparse", "SparseCsr": "SparseCsr",
-               "NestedTensor": "NestedTensor", "AutogradFunctionality": "Autograd"}
+# PER_BACKEND: the per-backend functionalities (C10_FORALL_FUNCTIONALITY_KEYS in the header) and
+# the prefix their runtime keys carry (CPU, SparseCPU, AutogradCPU, ...)
+n_per_backend = len(PER_BACKEND)
+n_other_functionalities = n_functionality_bits - n_per_backend
+n_per_backend_slots = n_per_backend * n_backend_bits
 
 
 def predicted_bits(key):
@@ -59,17 +66,17 @@ def predicted_bits(key):
     return 1 << bit_of_functionality[key]
 
 
-runtime_keys = names(torch._C._dispatch_keyset_full())
+runtime_keys = names(torch._C._dispatch_keyset_full())  # torch's own list, at run time
 # torch decodes the bits predicted for each key back into that key, and nothing else
 mismatches = [k for k in runtime_keys if names(DS.from_raw_repr(predicted_bits(k))) != [k]]
 n_runtime_keys = len(runtime_keys)
 runtime_rule_holds = not mismatches
 # one slot per runtime key, plus one for Undefined (no keys at all): the table's length ...
 table_slots = n_runtime_keys + 1
-# ... which the header computes its own way (num_runtime_entries in DispatchKey.h): every
+# ... which the header computes from its own lists (num_runtime_entries in DispatchKey.h): every
 # functionality key, Undefined included, plus one more entry per per-backend functionality for
-# each backend after the first
-table_slots_from_header = (n_functionality_bits + 1) + len(PER_BACKEND) * (n_backend_bits - 1)
+# each backend after the first; both counts here are read from the header, not typed in
+table_slots_from_header = (n_functionality_bits + 1) + n_per_backend * (n_backend_bits - 1)
 table_size_agrees = table_slots == table_slots_from_header
 
 plain = torch.randn(3)
@@ -96,13 +103,15 @@ print(f"bits {n_backend_bits}-{n_bits_used - 1}: {', '.join(functionalities[:4])
 print(f"{n_runtime_keys} runtime keys rebuilt from their bits, all match: {runtime_rule_holds}")
 print(f"dispatch table slots per operator: {n_runtime_keys} + Undefined = {table_slots}; "
       f"num_runtime_entries from the header's formula: {table_slots_from_header}")
+print(f"  = 1 for the empty set + {n_other_functionalities} functionalities with one slot each + "
+      f"{n_per_backend} per-backend ones ({', '.join(PER_BACKEND)}) x {n_backend_bits} backends")
 print(f"AutogradCPU alone = {autogradcpu_bits}: 0x{autogradcpu_raw:016x}")
 print(f"plain CPU tensor: {plain_hex}, bits {plain_bits}")
 print(f"  = {', '.join(reversed(names(plain_ks)))} (highest first); highest: {highest_plain}")
 print(f"a set with both CPU and Meta backend bits picks {highest_cpu_and_meta}")
 
 rows = {"plain CPU tensor": plain_ks.raw_repr(),
-        "DispatchKeySet(AutogradCPU)": autogradcpu_raw,
+        "the key AutogradCPU alone": autogradcpu_raw,
         "tensor made in inference_mode": inference_ks.raw_repr(),
         "meta tensor": meta_ks.raw_repr()}
 label_of = {b: f for f, b in bit_of_functionality.items()} | {b: f"{k} (backend)" for k, b in bit_of_backend.items()}
@@ -120,7 +129,7 @@ used = sorted({b for raw in rows.values() for b in range(64) if raw >> b & 1}, r
 label_x = []
 for bit in used:  # spread the labels so that neighbouring bits stay readable
     x = 63 - bit + 0.45
-    label_x.append(max(x, label_x[-1] + 2.4) if label_x else x)
+    label_x.append(max(x, label_x[-1] + 3.2) if label_x else x)
 for bit, lx in zip(used, label_x):
     ax.annotate(f"{bit}: {label_of[bit]}", xy=(63 - bit + 0.45, -len(rows) + 0.75),
                 xytext=(lx, -len(rows) - 0.2), rotation=55, ha="right", va="top",

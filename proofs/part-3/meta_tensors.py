@@ -3,28 +3,34 @@
 Builds the same model, four nn.Linear(d, d) layers, on the CPU and on the "meta" device for
 widths d from 64 up, and times construction (time.thread_time_ns, the calling thread's own CPU
 clock, which counts the kernel's work of giving it memory and leaves out time spent waiting for
-a core another program holds; the minimum of 15 builds
-for meta, taken in rounds over every width, and of 3 for CPU). It predicts the largest CPU
+a core another program holds; the minimum of 60 builds for meta, taken in rounds over every
+width with garbage collection off, of 3 for the smaller CPU models and of 5 for the largest). It predicts the largest CPU
 build from one measurement: allocating as many float32 values in one tensor and filling them
 with uniform_, which is what nn.Linear's initializer does to each parameter, timed in the same
-rounds right after the largest build; the prediction's ratio is the median over the rounds of
-build time over fill time. The meta widths double until the model holds at least 64 times the
-machine's memory, so the largest is far larger than memory on any machine. On the CPU each
-parameter is allocated and filled by its initializer; on meta the same calls reach the Meta
-key's kernels, which compute output shapes and allocate nothing. Many of those kernels are
-Python functions (torch/_meta_registrations.py registers them at import): the script counts
-the aten operators whose Meta slot holds one (private torch._C._dispatch_dump_table), and
-which operators a meta build calls (a TorchDispatchMode). The largest meta model is then run
-forward on a meta batch: the output's shape comes back, with no arithmetic done. It also counts
-the Python functions one meta nn.Linear runs (sys.setprofile), by file. One intra-op
-thread. Reads the machine's memory with os.sysconf (POSIX); where that is missing, the memory
-is taken as unknown (knows_ram is False), the widths stop at 524,288 and the model-to-memory
-ratio comes out as 0.
+rounds right after the largest build; the prediction's ratio is the median over five rounds
+of each round's build over its fill (a pair shares the machine's state of the moment). Both get fresh memory from the system (the allocations are larger than glibc's
+largest mmap threshold), so both pay its page faults; an allocator that keeps freed memory for
+reuse (jemalloc, tcmalloc) could spare one and not the other. The meta widths double until the
+model holds at least 64 times the machine's memory, so the largest is far larger than memory
+on any machine. On the CPU each parameter is allocated and filled by its initializer; on meta
+the same calls reach the Meta key's kernels, which compute output shapes and allocate nothing.
+Many of those kernels are Python functions, registered when torch is imported by
+torch/_meta_registrations.py: the script counts the aten operators whose Meta slot holds a
+kernel of its own, and a Python one (private torch._C._dispatch_dump_table), and which
+operators a meta build calls (a TorchDispatchMode). The largest meta model is then run forward
+on a meta batch: the output's shape comes back, with no arithmetic done. It also counts the
+Python functions one meta nn.Linear runs (sys.setprofile), sorted by where they run: inside
+uniform_'s Python Meta kernel (code from torch/_decomp, torch/_refs, torch/_prims and
+torch/_prims_common, or called from it), in torch/nn and its no_grad (torch/autograd/grad_mode.py,
+torch/utils/_contextlib.py), or elsewhere. One intra-op thread. Reads the machine's memory with
+os.sysconf (POSIX); where that is missing, the memory is taken as unknown (knows_ram is False),
+the widths stop at 524,288 and the model-to-memory ratio comes out as 0.
 """
 import collections
+import gc
 import os
-import re
 import statistics
+import re
 import sys
 import time
 
@@ -70,17 +76,22 @@ cpu = {w: float("inf") for w in cpu_widths}
 fill_largest_ms = float("inf")
 n_cpu_largest = LAYERS * (cpu_widths[-1] ** 2 + cpu_widths[-1])
 round_ratios = []  # largest build / fill, each pair timed back to back in one round
-for _ in range(3):  # rounds: every width, then one fill as large as the largest model
-    for w in cpu_widths:
+for r in range(5):  # rounds: every width (the smaller ones in the first three), then one fill
+    for w in cpu_widths if r < 3 else cpu_widths[-1:]:
         took = build_ms(w, "cpu")[0]
         cpu[w] = min(cpu[w], took)
     fill = fill_ms(n_cpu_largest)
     fill_largest_ms = min(fill_largest_ms, fill)
     round_ratios.append(took / fill)
 meta = {w: float("inf") for w in meta_widths}
-for _ in range(15):  # rounds over every width, so a slow moment spoils one build of each, not a width
-    for w in meta_widths:
-        meta[w] = min(meta[w], build_ms(w, "meta")[0])
+gc.collect()
+gc.disable()  # a collection would land on the same width in every round: none while timing
+try:
+    for _ in range(60):  # rounds over every width, so a slow moment spoils one build of each, not a width
+        for w in meta_widths:
+            meta[w] = min(meta[w], build_ms(w, "meta")[0])
+finally:
+    gc.enable()
 n_params = {w: LAYERS * (w * w + w) for w in meta_widths}
 
 largest = meta_widths[-1]
@@ -113,11 +124,29 @@ with Calls() as calls:
     nn.Linear(8, 8, device="meta")
 # what else a meta build runs: the Python functions of one nn.Linear (sys.setprofile)
 python_seen = collections.Counter()
+META_KERNEL_CODE = ("torch/_decomp/", "torch/_refs/", "torch/_prims/", "torch/_prims_common/")
+MODULE_CODE = ("torch/nn/", "torch/autograd/grad_mode.py", "torch/utils/_contextlib.py")
+python_where = collections.Counter()  # in the Meta kernel / in nn code / elsewhere
+
+
+def inside(frame, parts):
+    """Whether this frame, or one it was called from, runs code from one of these paths."""
+    while frame is not None:
+        if any(p in frame.f_code.co_filename.replace(os.sep, "/") for p in parts):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def profile(frame, event, arg):
     if event == "call":
         python_seen[os.path.basename(frame.f_code.co_filename)] += 1
+        if inside(frame, META_KERNEL_CODE):  # uniform_'s Python Meta kernel and what it calls
+            python_where["meta kernel"] += 1
+        elif any(p in frame.f_code.co_filename.replace(os.sep, "/") for p in MODULE_CODE):
+            python_where["nn"] += 1
+        else:
+            python_where["other"] += 1
 
 
 sys.setprofile(profile)
@@ -126,9 +155,9 @@ try:
 finally:
     sys.setprofile(None)
 python_calls_meta_linear = sum(python_seen.values())
-python_calls_in_module_code = sum(c for f, c in python_seen.items()
-                                  if f in ("module.py", "linear.py", "init.py", "parameter.py",
-                                           "grad_mode.py", "_contextlib.py"))
+python_calls_in_module_code = python_where["nn"]  # nn.Module, nn.Linear, init, Parameter, no_grad
+python_calls_in_meta_kernel = python_where["meta kernel"]
+python_calls_elsewhere = python_where["other"]
 build_ops = sorted(set(calls.seen))
 python_meta_build_ops = [op for op in build_ops if (meta_kernel_file(op) or "").endswith(".py")]
 build_meta_ops = ", ".join(op[len("aten::"):] for op in build_ops)
@@ -143,9 +172,19 @@ meta_largest_ms = meta[largest]
 cpu_largest_ms = cpu[cpu_widths[-1]]
 cpu_largest_mib = n_params[cpu_widths[-1]] * 4 / 2**20
 cpu_growth_16x_params = cpu[cpu_widths[-1]] / cpu[cpu_widths[-3]]  # 16 times the parameters
-cpu_build_vs_fill = statistics.median(round_ratios)  # the prediction: building = filling
+# the prediction, building = filling: each round's build over the fill timed right after it,
+# the median over the rounds (pairs share the machine's state; fastest over fastest would not)
+cpu_build_vs_fill = statistics.median(round_ratios)
 knows_ram = ram_gib != float("inf")
 meta_spread = max(meta.values()) / min(meta.values())
+
+# Build on meta, then take real weights as they are: no memory is filled twice.
+with torch.device("meta"):
+    small = nn.Linear(8, 8)
+weights = {"weight": torch.randn(8, 8), "bias": torch.randn(8)}
+small.load_state_dict(weights, assign=True)
+assign_loads_weights = all(p.device.type == "cpu" for p in small.parameters()) and \
+    small.weight.data_ptr() == weights["weight"].data_ptr()
 
 batch = torch.empty(8, largest, device="meta")
 big_model(batch)  # warm-up
@@ -162,16 +201,19 @@ for w in meta_widths:
     cpu_ms = f"{cpu[w]:9.2f}" if w in cpu else f"{'-':>9}"
     print(f"{w:8,d} {n_params[w]:17,d} {shown:>10} {cpu_ms} {meta[w]:8.3f}")
 print("round by round, largest build / fill: " + ", ".join(f"{r:.2f}" for r in round_ratios))
-print(f"predicted from one fill of {n_cpu_largest:,} values ({fill_largest_ms:.0f} ms): the largest CPU "
-      f"build took {cpu_build_vs_fill:.2f} times that")
+print(f"predicted from one fill of {n_cpu_largest:,} values ({fill_largest_ms:.0f} ms at its fastest): the "
+      f"largest CPU build took {cpu_build_vs_fill:.2f} times the fill beside it (median of 5 rounds)")
 print(f"largest meta model: {largest_gib:,.0f} GiB of parameters, {largest_vs_ram:,.0f}x this "
       f"machine's memory; stores nothing: {largest_stores_nothing}")
+print(f"an nn.Linear built under torch.device('meta'), then load_state_dict(..., assign=True): its "
+      f"parameters are the loaded CPU tensors themselves: {assign_loads_weights}")
 print(f"its forward pass on a meta batch of 8 took {forward_ms:.2f} ms and returned shape "
       f"{forward_shape}")
 print(f"a meta nn.Linear calls {build_meta_ops}; Meta kernels in Python: {init_meta_python}")
-print(f"  and runs {python_calls_meta_linear} Python functions, {python_calls_in_module_code} of them in "
-      f"nn.Module, nn.Linear, init, Parameter and grad-mode code: "
-      + ", ".join(f"{f} {c}" for f, c in python_seen.most_common(6)))
+print(f"  and runs {python_calls_meta_linear} Python functions: {python_calls_in_module_code} in "
+      f"nn.Module, nn.Linear, init, Parameter and no_grad, {python_calls_in_meta_kernel} in uniform_'s "
+      f"Python Meta kernel, {python_calls_elsewhere} elsewhere: "
+      + ", ".join(f"{f} {c}" for f, c in python_seen.most_common(8)))
 print(f"{n_python_meta_kernels:,} of the {n_meta_kernels:,} aten operators with a kernel at Meta "
       f"have one written in Python, {n_meta_registrations_kernels:,} of them from "
       f"torch/_meta_registrations.py")

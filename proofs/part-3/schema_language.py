@@ -30,15 +30,21 @@ from torch.utils._python_dispatch import TorchDispatchMode  # underscore module,
 
 
 class OverloadLog(TorchDispatchMode):
-    """Records each operator overload that reaches the Python dispatch key, and its arguments."""
+    """Records each operator overload that reaches the Python dispatch key."""
 
     def __init__(self):
         super().__init__()
         self.seen = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen.append((str(func), args))
-        return func(*args, **(kwargs or {}))
+        self.seen.append(str(func))           # such as aten.add.Tensor
+        return func(*args, **(kwargs or {}))  # then run it as usual
+
+
+a, b = torch.randn(4), torch.randn(4)
+with OverloadLog() as log:
+    a + b
+print(f"a + b under the mode: {log.seen}")
 
 
 def overloads_of(call):
@@ -47,7 +53,7 @@ def overloads_of(call):
     return log.seen
 
 
-a, b, out, m = torch.randn(4), torch.randn(4), torch.empty(4), torch.randn(3, 3)
+out, m = torch.empty(4), torch.randn(3, 3)
 calls = {
     "a + b": lambda: a + b,
     "a + 1": lambda: a + 1,
@@ -60,21 +66,21 @@ calls = {
     "m @ m": lambda: m @ m,
 }
 became = {label: overloads_of(call) for label, call in calls.items()}
-plus_overload = became["a + b"][0][0]
-plus_one_overload = became["a + 1"][0][0]
+plus_overload = became["a + b"][0]
+plus_one_overload = became["a + 1"][0]
 plus_scalar_is_tensor_overload = plus_one_overload == "aten.add.Tensor"
 # The number becomes a tensor that takes no part in type promotion (a wrapped number):
 small = torch.tensor(1, dtype=torch.int8)
-with_number = overloads_of(lambda: small + 2)[0][0]
+with_number = overloads_of(lambda: small + 2)[0]
 number_keeps_int8 = (small + 2).dtype == torch.int8  # a Python 2: the int8 tensor decides
 tensor_promotes = (small + torch.tensor(2)).dtype == torch.int64  # a 0-dim int64 tensor: it promotes
 number_is_wrapped = with_number == "aten.add.Tensor" and number_keeps_int8 and tensor_promotes
-matmul_overload = became["m @ m"][0][0]
+matmul_overload = became["m @ m"][0]
 # Figure 1's network and loss (the series' Figure 1), on a small batch: what its lines become
 torch.manual_seed(0)
 figure1_model = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
 figure1_x, figure1_y = torch.randn(16, 8), torch.randn(16, 1)
-figure1_ops = ", ".join(name.split(".")[1] for name, _ in
+figure1_ops = ", ".join(name.split(".")[1] for name in
                         overloads_of(lambda: torch.nn.MSELoss()(figure1_model(figure1_x), figure1_y)))
 # Which operator m @ m entered the dispatcher as: watch the autograd keys of matmul and mm.
 entered, libs = [], []
@@ -99,7 +105,7 @@ matmul_decomposes_to_mm = (entered == ["aten::matmul", "aten::mm"] and matmul_co
 print(f"Figure 1's loss_fn(model(x), y) reaches the Python key as: {figure1_ops}")
 print("call                      -> operator overload (what a TorchDispatchMode saw)")
 for label, seen in became.items():
-    print(f"  {label:24s}-> {', '.join(name for name, _ in seen)}")
+    print(f"  {label:24s}-> {', '.join(seen)}")
 
 
 def describe(arg):
@@ -167,7 +173,7 @@ n_symint = sum("SymInt" in str(s) for s in aten)
 print(f"census of {n_aten_schemas} aten schemas ({n_base_names} names, so "
       f"{n_aten_schemas / n_base_names:.1f} overloads per name):")
 print(f"  write an argument (a '!'): {n_mutable}, of them out= variants: {n_out}")
-print(f"  views (alias, no '!'): {n_views}; keyword-only arguments: {n_kwarg_only}; "
+print(f"  may return an alias (an alias, no '!'): {n_views}; keyword-only arguments: {n_kwarg_only}; "
       f"SymInt: {n_symint}")
 print(f"  an argument is 'out' exactly when it is keyword-only and written, in all {n_arguments:,} "
       f"arguments: {out_is_kwonly_written}")

@@ -51,7 +51,7 @@ class FunctionLog(TorchFunctionMode):
     stack_inside_handler = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        events.append(("TorchFunctionMode", getattr(func, "__name__", str(func)), phase))
+        events.append(("TorchFunctionMode", getattr(func, "__name__", str(func)).split(".")[0], phase))
         # while a mode handles a call it is off the mode stack (private torch._C function)
         FunctionLog.stack_inside_handler = torch._C._len_torch_function_stack()
         return func(*args, **(kwargs or {}))
@@ -91,18 +91,18 @@ print(f"function modes left on the stack while the function mode handled backwar
       f"{function_stack_inside_backward}")
 print(f"x.grad matches the formula: {grad_right}")
 
-fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 lane = {h: i for i, h in enumerate(HOOKS)}
 for step, (hook, name, p) in enumerate(events):
     ax.plot(step, lane[hook], "o", color=f"C{lane[hook]}", markersize=6)
     ax.annotate(name, (step, lane[hook]), xytext=(0, 7), textcoords="offset points",
-                rotation=55, fontsize=7, ha="left", va="bottom")
+                rotation=90, fontsize=7, ha="center", va="bottom")
 split = next(i for i, e in enumerate(events) if e[2] == "backward") - 0.5
 ax.axvline(split, color="C7", linestyle="--", linewidth=1)
-ax.text(split - 0.3, 2.9, "forward", ha="right", fontsize=8, color="C7")
-ax.text(split + 0.3, 2.9, "backward", ha="left", fontsize=8, color="C7")
+ax.text(split - 0.3, 3.45, "forward", ha="right", fontsize=8, color="C7")
+ax.text(split + 0.3, 3.45, "backward", ha="left", fontsize=8, color="C7")
 ax.set_yticks(range(len(HOOKS)), HOOKS, fontsize=9)
-ax.set_ylim(-0.5, 3.4)
+ax.set_ylim(-0.5, 3.7)
 ax.set_xlim(-1, len(events) + 1)
 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 ax.set_xlabel("order in which the hooks were called")

@@ -13,8 +13,11 @@ are CPU time of the calling thread (time.thread_time_ns), which does all the wor
 intra-op thread, and on the CPU backward runs on the thread that calls it), so time the
 thread spends waiting for a core is not counted. Last, it counts the ATen operators each
 backward calls, with a TorchDispatchMode (from the private torch.utils._python_dispatch; the
-import fails loudly if it is gone), in the forward and in each kind of backward: matrix
-products (aten.mm), sums (aten.sum) and all the others.
+import fails loudly if it is gone), in the forward and in each kind of backward at the
+narrowest width: matrix products (aten.mm), sums (aten.sum) and all the others, and the nodes
+the backward runs. The ratios of the widest layer depend on how well the BLAS library does
+products of different shapes (forward's inner dimension is the width, the weight gradient's is
+the batch); it reports whether that library is MKL (torch.backends.mkl.is_available()).
 """
 import statistics
 import time
@@ -69,21 +72,25 @@ class CountOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def count_ops(x_needs_grad, width=64):
-    """ATen operators called by the forward F.linear and by its backward."""
+def count_ops(x_needs_grad, width=min(WIDTHS)):
+    """ATen operators called by the forward F.linear and by its backward, and the nodes it runs."""
     w = torch.randn(width, width, requires_grad=True)
     b = torch.randn(width, requires_grad=True)
     x = torch.randn(BATCH, width, requires_grad=x_needs_grad)
     g = torch.randn(BATCH, width)
     with CountOps() as forward_mode:
         y = F.linear(x, w, b)
+    nodes = [y.grad_fn]
+    for node in nodes:
+        nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
     with CountOps() as backward_mode:
         y.backward(g)
-    return forward_mode.counts, backward_mode.counts
+    return forward_mode.counts, backward_mode.counts, len(nodes)
 
 
-ops_forward, ops_with_input_grad = count_ops(True)
-_, ops_first_layer = count_ops(False)
+ops_forward, ops_with_input_grad, nodes_in_backward = count_ops(True)
+_, ops_first_layer, _ = count_ops(False)
+has_mkl = torch.backends.mkl.is_available()  # the BLAS behind the products: bands assume MKL
 aten_calls_forward = sum(ops_forward.values())
 aten_calls_backward = sum(ops_with_input_grad.values())
 mm_in_backward = ops_with_input_grad["aten::mm"]
@@ -119,7 +126,9 @@ print(f"at width {wide} ({gflop_forward:.2f} GFLOP forward): backward / forward 
       f" {ratio_wide:.2f} with grad x, {ratio_wide_first_layer:.2f} without")
 print(f"predicted by the arithmetic: 2 with grad x, 1 without; measured / predicted"
       f" {backward_over_predicted:.2f} and {first_layer_over_predicted:.2f}")
-print(f"operators in forward: {dict(sorted(ops_forward.items()))}")
+print(f"MKL: {has_mkl}")
+print(f"at width {min(WIDTHS)}: backward runs {nodes_in_backward} nodes;"
+      f" operators in forward: {dict(sorted(ops_forward.items()))}")
 print(f"operators in backward: with grad x {dict(sorted(ops_with_input_grad.items()))}")
 print(f"                       x plain     {dict(sorted(ops_first_layer.items()))}")
 

@@ -12,7 +12,8 @@ thread's CPU time (time.thread_time_ns; one intra-op thread, torch.set_num_threa
 thread does all the work), and compares. What arrives at AccumulateGrad(x) is compared, inside
 its pre-hook, with the sum of both branches' gradients. After backward it lists the process's
 threads by name where Linux's /proc/self/task allows (the engine names its device threads
-pt_autograd_<index>) and says whether an accelerator is present (torch.accelerator). On fresh
+pt_autograd_<index>) and compares their number with the accelerator's device count
+(torch.accelerator; none present: zero). On fresh
 copies of the graph it then runs torch.autograd.grad(e, [w]) with the same hooks, to see which
 nodes it skips, and, last, one backward of Figure 1's network, to see in which order its
 parameters' gradients are written.
@@ -119,10 +120,9 @@ for node in nodes:
 caller = threading.get_ident()
 t0 = time.thread_time_ns()
 e.backward()
-t1 = time.thread_time_ns()
 
 observed = [name for name, kind, _, _ in events if kind == "start"]
-order = " > ".join(observed)
+order = " → ".join(observed)
 predicted_matches = observed == predicted
 neither_walk_matches = observed != breadth_first and observed != depth_first_order
 on_caller_thread = all(tid == caller for *_, tid in events)
@@ -133,8 +133,6 @@ acc_x_waited = span["AccumulateGrad(x)"]["start"] >= max(span["SinBackward0"]["e
                                                           span["ExpBackward0"]["end"])
 acc_x_runs = len(acc_x_input)
 acc_x_kept_that_tensor = x.grad.data_ptr() == acc_x_input[0]  # stored as .grad without a copy
-backward_us = (t1 - t0) / 1000
-busy_us = sum(s["end"] - s["start"] for s in span.values())
 
 # Again on a fresh copy of the graph, untimed: compare what arrives at AccumulateGrad(x).
 with torch.no_grad():  # the two gradients that reach x, and their sum
@@ -173,6 +171,19 @@ def engine_threads():
 engine_thread_count = engine_threads()
 threads_listed = engine_thread_count >= 0
 has_accelerator = torch.accelerator.is_available()  # CUDA, MPS, XPU, ... with a device present
+device_count = torch.accelerator.device_count() if has_accelerator else 0
+expected_engine_threads = device_count  # one per device index, started at the first backward
+accelerator_here = (f"an accelerator ({torch.accelerator.current_accelerator().type},"
+                    f" {device_count} device{'s' if device_count != 1 else ''})"
+                    if has_accelerator else "no accelerator")
+if not threads_listed:
+    engine_threads_here = "its threads could not be listed here (no /proc)"
+elif engine_thread_count == 0:
+    engine_threads_here = "no pt_autograd_* thread existed"
+else:
+    engine_threads_here = (f"{engine_thread_count} pt_autograd_* thread"
+                           f"{'s' if engine_thread_count != 1 else ''} existed, idle: this graph"
+                           " is on the CPU")
 
 # torch.autograd.grad(e, [w]) on a fresh copy of the graph: which nodes run?
 e2 = forward()
@@ -193,7 +204,7 @@ def reaches_w(node):
 
 on_path_to_w = sorted(names2[n] for n in nodes2 if reaches_w(n))
 (grad_w,) = torch.autograd.grad(e2, [w])
-grad_ran = " > ".join(ran_for_w)
+grad_ran = " → ".join(ran_for_w)
 grad_ran_only_path_to_w = sorted(ran_for_w) == on_path_to_w
 grad_skipped = len(nodes2) - len(ran_for_w)
 
@@ -211,7 +222,7 @@ for node in fig1_nodes:
              if node.name().endswith("AccumulateGrad") else node.name())
     node.register_prehook(lambda grads, label=label: fig1_order.append(label))
 loss.backward()
-figure1_order = " > ".join(fig1_order)
+figure1_order = " → ".join(fig1_order)
 last_layer_written_first = (fig1_order.index("AccumulateGrad(2.weight)") < fig1_order.index("ReluBackward0")
                             and fig1_order.index("AccumulateGrad(2.bias)") < fig1_order.index("ReluBackward0"))
 
@@ -221,17 +232,17 @@ print("sequence numbers (creation order): "
       + ", ".join(f"{names[n]} {shown_seq[n]}" for n in nodes if shown_seq[n] != "max")
       + f"; AccumulateGrad 2**64-1: {accumulate_grad_seq_is_max}")
 print(f"nodes waiting for more than one gradient: {dependency_counts}")
-print(f"predicted: {' > '.join(predicted)}")
+print(f"predicted: {' → '.join(predicted)}")
 print(f"observed:  {order}")
 print(f"prediction matches: {predicted_matches}; neither a breadth-first nor a depth-first walk"
       f" gives it: {neither_walk_matches}")
 shown_count = engine_thread_count if threads_listed else "unknown (no /proc)"
 print(f"every hook ran on the thread that called backward(): {on_caller_thread};"
-      f" threads named pt_autograd_*: {shown_count}; accelerator present: {has_accelerator}")
+      f" threads named pt_autograd_*: {shown_count}; this machine has {accelerator_here}"
+      f" (expected engine threads: {expected_engine_threads})")
 print(f"AccumulateGrad(x) started after both SinBackward0 and ExpBackward0 ended: {acc_x_waited};"
       f" it ran once and received their sum: {acc_x_got_sum}; kept it as x.grad:"
       f" {acc_x_kept_that_tensor}")
-print(f"backward took {backward_us:,.0f} us of CPU time; inside nodes {busy_us:,.0f} us")
 print(f"torch.autograd.grad(e, [w]) ran {grad_ran}, skipping {grad_skipped} of {len(nodes2)} nodes;"
       f" exactly those on a path to w: {grad_ran_only_path_to_w}")
 print(f"Figure 1's backward: {figure1_order}")

@@ -1,28 +1,30 @@
-"""Checkpointing keeps one tensor per block instead of all of them, and pays with one more forward.
+"""Checkpointing keeps one tensor per block instead of three, and pays with a second run of the block; selective checkpointing sits between.
 
 A stack of residual MLP blocks, h + W2 gelu(W1 h) (width 256, hidden 1024, batch 64), run to
-depths 1 to 8 three ways: plainly; with every block under
-torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False); and under
-torch.autograd.graph.save_on_cpu(). Saved memory: an outer saved_tensors_hooks pack hook records
-the storage of every tensor saved for backward, and the script adds up the distinct storages
-that are neither a parameter nor the input. (Inside a checkpointed block, checkpoint's own hooks
-take over and save placeholders; save_on_cpu's pack hook is wrapped so the tensor it returns is
-the one counted.) The same count is made for use_reentrant=True, whose node is read off the
-output. Peak memory: one step (forward and backward, the gradients already allocated so backward
-adds into them) runs under torch.profiler with profile_memory=True, also with checkpoint's
-preserve_rng_state=False; the script adds up the allocations and frees it traced, in time
-order, through the profiler's private kineto_results.events() (it raises if that is gone or
-traced nothing). Time: 12 runs, each timing, at every depth, a plain forward alone and a whole
-step (forward and backward) of each variant, in an order that rotates from run to run; one
-thread; the calling thread's CPU time (time.thread_time_ns), so time spent waiting for a core
-is not counted, though other programs sharing the caches can still slow it. The table shows the
-minimum per depth; a ratio is the median of the ratios within each run. The prediction for a
-checkpointed step is a plain step plus one more plain forward, from the same run. Last, a
-TorchDispatchMode (from the private torch.utils._python_dispatch; the import fails loudly if it
-is gone) counts the matrix products in a plain and in a checkpointed backward, to see how much
-of each block the rerun redoes.
+depths 1 to 8 in four ways: plainly; with every block under
+torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False); the same with
+context_fn=create_selective_checkpoint_contexts([aten.mm]), which keeps the matrix products'
+outputs and recomputes the rest; and with use_reentrant=True. Memory is read from
+torch.profiler with profile_memory=True, whose trace lists every allocation and free: what a
+forward leaves allocated when it ends (beyond the parameters and the input) is what the graph
+holds for backward, and the highest total of live allocations during a whole step (forward and
+backward, with the gradients already allocated so that backward adds into them) is its peak,
+also with checkpoint's preserve_rng_state=False. The trace is read through the profiler's
+private kineto_results.events() (the script raises if that is gone or traced nothing). Beside
+it, the prediction from the backward formulas and the shapes. torch.autograd.graph.save_on_cpu()
+is checked too: what its pack function stores for a CPU tensor. Time: 12 runs, each timing, at
+every depth, a whole step (forward and backward) of the plain, checkpointed and selective
+variants and a plain and a checkpointed forward alone, in an order that rotates from run to run;
+one thread; the calling thread's CPU time (time.thread_time_ns), so time spent waiting for a
+core is not counted, though other programs sharing the caches can still slow it. The table
+shows the minimum per depth; a ratio is the median of the ratios within each run. The
+prediction for a checkpointed step is a plain step plus one more plain forward, from the same
+run. Last, a TorchDispatchMode (from the private torch.utils._python_dispatch; the import fails
+loudly if it is gone) counts the matrix products each backward calls, to see how much of each
+block the rerun redoes, and every gradient is compared with the plain one.
 """
 import contextlib
+import functools
 import os
 import statistics
 import sys
@@ -31,10 +33,10 @@ import time
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from torch.autograd.graph import save_on_cpu, saved_tensors_hooks
+from torch.autograd.graph import save_on_cpu
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
 
 @contextlib.contextmanager
@@ -55,19 +57,20 @@ def profiler_lines_hidden():
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
-BATCH, WIDTH, HIDDEN = 64, 256, 1024
+BATCH, WIDTH, HIDDEN, FLOAT32 = 64, 256, 1024, 4
 DEPTHS = [1, 2, 4, 8]
 RUNS = 12
-VARIANTS = ["plain", "checkpoint", "save_on_cpu"]
-TIMED = VARIANTS + ["plain forward"]
-MIB = 2**20
+MIB, KIB = 2**20, 1024
+KEPT_VARIANTS = ["plain", "selective", "checkpoint", "reentrant", "save_on_cpu"]
+TIMED = ["plain", "selective", "checkpoint", "plain forward", "checkpoint forward"]
 
 params = [((torch.randn(HIDDEN, WIDTH) * WIDTH**-0.5).requires_grad_(),
            (torch.randn(WIDTH, HIDDEN) * HIDDEN**-0.5).requires_grad_())
           for _ in range(max(DEPTHS))]
 x = torch.randn(BATCH, WIDTH, requires_grad=True)
-alive_anyway = {t.untyped_storage().data_ptr() for pair in params for t in pair} | {
-    x.untyped_storage().data_ptr()}
+leaves = [x, *[t for pair in params for t in pair]]
+# Keep the outputs of the matrix products, recompute everything else (GELU, the addition).
+keep_products = functools.partial(create_selective_checkpoint_contexts, [torch.ops.aten.mm.default])
 
 
 def block(h, w1, w2):
@@ -81,6 +84,8 @@ def forward(depth, variant):
             h = checkpoint(block, h, w1, w2, use_reentrant=False)
         elif variant == "checkpoint, no RNG state":
             h = checkpoint(block, h, w1, w2, use_reentrant=False, preserve_rng_state=False)
+        elif variant == "selective":
+            h = checkpoint(block, h, w1, w2, use_reentrant=False, context_fn=keep_products)
         elif variant == "reentrant":
             h = checkpoint(block, h, w1, w2, use_reentrant=True)
         else:
@@ -88,35 +93,9 @@ def forward(depth, variant):
     return h.square().mean()
 
 
-def saved_bytes(depth, variant):
-    """Bytes of distinct storages saved for backward, beyond the parameters and the input."""
-    storages = {}
-
-    def note(t):
-        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-
-    if variant == "save_on_cpu":
-        inner = save_on_cpu()
-
-        def pack(t):
-            device, packed = inner.pack_hook(t)
-            note(packed)
-            same.append(packed.data_ptr() == t.data_ptr())
-            return device, packed
-        hooks = saved_tensors_hooks(pack, inner.unpack_hook)
-    else:
-        def pack(t):
-            note(t)
-            return t.detach()
-        hooks = saved_tensors_hooks(pack, lambda t: t)
-    with hooks:
-        forward(depth, variant)
-    return sum(n for ptr, n in storages.items() if ptr not in alive_anyway)
-
-
 def step(depth, variant):
-    if variant == "plain forward":  # the forward alone; its graph is dropped unused
-        forward(depth, "plain")
+    if variant.endswith(" forward"):  # the forward alone; its graph is dropped unused
+        forward(depth, variant.removesuffix(" forward"))
         return
     if variant == "save_on_cpu":
         with save_on_cpu():
@@ -126,31 +105,60 @@ def step(depth, variant):
     loss.backward()
 
 
-def peak_bytes(cases):
-    """{case: highest total of live allocations during its step, over what was live before}.
-
-    One profiler session for all the steps (the profiler logs two lines of its own to stderr),
-    each step inside a record_function range that says which allocations are its own."""
-    for p in (x, *[t for pair in params for t in pair]):  # gradients exist: backward adds
-        p.grad = torch.zeros_like(p)
+def traced(cases, run):
+    """Profile run(case) for each case, each in a range of its own; -> (events, memory events)."""
     with profiler_lines_hidden(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        for depth, variant in cases:
-            with torch.profiler.record_function(f"step {depth} {variant}"):
-                step(depth, variant)
+        for case in cases:
+            with torch.profiler.record_function(repr(case)):
+                run(case)
     events = list(prof.profiler.kineto_results.events())  # private, see docstring
     memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
     if not memory:
         raise RuntimeError("the profiler traced no allocations")
-    peaks = {}
-    for depth, variant in cases:
-        window = next(e for e in events if e.name() == f"step {depth} {variant}")
+    return events, memory
+
+
+def live_bytes(cases, run):
+    """{case: (bytes still allocated when its range ended, highest total during it)}."""
+    events, memory = traced(cases, run)
+    result = {}
+    for case in cases:
+        window = next(e for e in events if e.name() == repr(case))
         live = peak = 0
         for event in memory:
             if window.start_ns() <= event.start_ns() <= window.end_ns():
                 live += event.nbytes()  # negative for a free
                 peak = max(peak, live)
-        peaks[depth, variant] = peak
-    return peaks
+        result[case] = (live, peak)
+    return result
+
+
+def save_on_cpu_forward(depth, variant):
+    with save_on_cpu():
+        return forward(depth, variant)
+
+
+held = []  # the graphs of the forwards being measured, kept alive until they are counted
+kept = {}
+for case, (live, _) in live_bytes([(d, v) for d in DEPTHS for v in KEPT_VARIANTS],
+                                  lambda case: held.append(save_on_cpu_forward(*case)
+                                                           if case[1] == "save_on_cpu"
+                                                           else forward(*case))).items():
+    kept[case] = live - FLOAT32  # the loss itself, a one-element float32 tensor, is not kept
+held.clear()
+for p in leaves:  # gradients exist: backward adds into them
+    p.grad = torch.zeros_like(p)
+PEAK_VARIANTS = ("plain", "checkpoint", "checkpoint, no RNG state")
+peak = {case: pk for case, (_, pk) in live_bytes([(d, v) for d in DEPTHS for v in PEAK_VARIANTS],
+                                                 lambda case: step(*case)).items()}
+
+# save_on_cpu on CPU tensors: what does its pack function store?
+packer = save_on_cpu()
+probe = torch.randn(4, 4)
+device, packed = packer.pack_hook(probe)
+save_on_cpu_stores_the_tensor_itself = packed is probe
+
+rng_state_bytes = torch.get_rng_state().numel()  # a uint8 tensor: one byte per element
 
 
 class CountProducts(TorchDispatchMode):
@@ -172,21 +180,14 @@ def backward_products(depth, variant):
     return mode.products
 
 
-same = []  # for save_on_cpu: did packing a CPU tensor return the same memory?
-saved = {(d, v): saved_bytes(d, v) for d in DEPTHS for v in VARIANTS + ["reentrant"]}
-mib = {key: n / MIB for key, n in saved.items()}
-save_on_cpu_copied_nothing = all(same)
-reentrant_node = checkpoint(block, x, *params[0], use_reentrant=True).grad_fn.name()
-PEAK_VARIANTS = ("plain", "checkpoint", "checkpoint, no RNG state")
-peak = peak_bytes([(d, v) for d in DEPTHS for v in PEAK_VARIANTS])
-rng_state_bytes = torch.get_rng_state().numel()  # a uint8 tensor: one byte per element
-# The rerun stops once it has regenerated what backward needs: how many products does it redo?
+deep = max(DEPTHS)
+plain_products = backward_products(deep, "plain")
+rerun_products_per_block = (backward_products(deep, "checkpoint") - plain_products) // deep
+selective_rerun_products_per_block = (backward_products(deep, "selective") - plain_products) // deep
 forward_products_per_block = 2
-rerun_products_per_block = (backward_products(max(DEPTHS), "checkpoint")
-                            - backward_products(max(DEPTHS), "plain")) // max(DEPTHS)
 
 for v in TIMED:  # warm-up
-    step(max(DEPTHS), v)
+    step(deep, v)
 runs = []  # one {(depth, variant): ms} per run
 for run in range(RUNS):
     times = {}
@@ -199,96 +200,131 @@ for run in range(RUNS):
     runs.append(times)
 best = {(d, v): min(r[d, v] for r in runs) for d in DEPTHS for v in TIMED}
 
-# Gradients agree: checkpointing recomputes, it does not approximate.
+# Gradients: recomputation is exact, for the input and every parameter.
 grads = {}
-for v in VARIANTS:
-    for p in (x, *params[0]):
+for v in ("plain", "checkpoint", "selective"):
+    for p in leaves:
         p.grad = None
-    step(max(DEPTHS), v)
-    grads[v] = [p.grad.clone() for p in (x, *params[0])]
-checkpoint_grads_match = all(torch.equal(a, b)  # bit for bit
-                             for a, b in zip(grads["plain"], grads["checkpoint"]))
+    step(deep, v)
+    grads[v] = [p.grad.clone() for p in leaves]
+n_gradients = len(leaves)
+checkpoint_grads_match = all(torch.equal(a, b) for a, b in zip(grads["plain"], grads["checkpoint"]))
+selective_grads_match = all(torch.equal(a, b) for a, b in zip(grads["plain"], grads["selective"]))
 
-deep = max(DEPTHS)
-plain_bytes = saved[deep, "plain"]  # byte counts are exact: ints
-checkpoint_bytes = saved[deep, "checkpoint"]
-reentrant_bytes = saved[deep, "reentrant"]
-save_on_cpu_bytes = saved[deep, "save_on_cpu"]
-plain_mib = plain_bytes / MIB
-checkpoint_mib = checkpoint_bytes / MIB
-plain_bytes_per_block = (saved[deep, "plain"] - saved[1, "plain"]) // (deep - 1)
-checkpoint_bytes_per_block = (saved[deep, "checkpoint"] - saved[1, "checkpoint"]) // (deep - 1)
-block_input_bytes = BATCH * WIDTH * 4
-# Predicted from the formulas: the block's input (kept by the first linear), gelu's input and
-# gelu's output (kept by gelu and by the second linear).
-predicted_plain_bytes_per_block = BATCH * (WIDTH + 2 * HIDDEN) * 4
-predicted_plain_kib_per_block = predicted_plain_bytes_per_block / 1024
-hidden_kib = BATCH * HIDDEN * 4 / 1024
-plain_kib_per_block = plain_bytes_per_block / 1024
-checkpoint_kib_per_block = checkpoint_bytes_per_block / 1024
-block_input_kib = block_input_bytes / 1024
+
+def per_block(table, variant):
+    return (table[deep, variant] - table[1, variant]) // (deep - 1)
+
+
+block_input_bytes = BATCH * WIDTH * FLOAT32
+hidden_bytes = BATCH * HIDDEN * FLOAT32
+# Predicted from the formulas: the block's input (kept by the first linear), GELU's input (kept
+# by GELU) and GELU's output (kept by the second linear).
+predicted_plain_bytes_per_block = block_input_bytes + 2 * hidden_bytes
+# Checkpointed: the block's input and a copy of the CPU generator's state.
+predicted_checkpoint_bytes_per_block = block_input_bytes + rng_state_bytes
+# Selective: the input, both products' outputs (every output of an op on the list is kept, the
+# second one too, though no formula reads it) and the generator's state.
+predicted_selective_bytes_per_block = block_input_bytes + hidden_bytes + block_input_bytes + rng_state_bytes
+plain_bytes_per_block = per_block(kept, "plain")
+checkpoint_bytes_per_block = per_block(kept, "checkpoint")
+selective_bytes_per_block = per_block(kept, "selective")
+reentrant_bytes_per_block = per_block(kept, "reentrant")
+save_on_cpu_bytes_per_block = per_block(kept, "save_on_cpu")
+plain_as_predicted = plain_bytes_per_block == predicted_plain_bytes_per_block
+checkpoint_as_predicted = checkpoint_bytes_per_block == predicted_checkpoint_bytes_per_block
+selective_as_predicted = selective_bytes_per_block == predicted_selective_bytes_per_block
+block_input_kib = block_input_bytes / KIB
+hidden_kib = hidden_bytes / KIB
+rng_state_kib = rng_state_bytes / KIB
+predicted_plain_kib_per_block = predicted_plain_bytes_per_block / KIB
+plain_kib_per_block = plain_bytes_per_block / KIB
+checkpoint_kib_per_block = checkpoint_bytes_per_block / KIB
+selective_kib_per_block = selective_bytes_per_block / KIB
+plain_mib = kept[deep, "plain"] / MIB
+checkpoint_mib = kept[deep, "checkpoint"] / MIB
+selective_mib = kept[deep, "selective"] / MIB
+
+# The peak: what is kept, plus what backward works with at its busiest moment. Predicted: one
+# weight's gradient before it is added into .grad (HIDDEN x WIDTH) and one hidden-sized gradient;
+# checkpointed, also one block's recomputed GELU input and output.
+weight_grad_bytes = HIDDEN * WIDTH * FLOAT32
+backward_working_bytes = weight_grad_bytes + hidden_bytes
+predicted_plain_peak_bytes = kept[deep, "plain"] + backward_working_bytes
+predicted_checkpoint_peak_bytes = kept[deep, "checkpoint"] + backward_working_bytes + 2 * hidden_bytes
 plain_peak_bytes = peak[deep, "plain"]
 checkpoint_peak_bytes = peak[deep, "checkpoint"]
+plain_peak_over_predicted = plain_peak_bytes / predicted_plain_peak_bytes
+checkpoint_peak_over_predicted = checkpoint_peak_bytes / predicted_checkpoint_peak_bytes
 plain_peak_mib = plain_peak_bytes / MIB
 checkpoint_peak_mib = checkpoint_peak_bytes / MIB
-plain_peak_bytes_per_block = (peak[deep, "plain"] - peak[1, "plain"]) // (deep - 1)
-checkpoint_peak_bytes_per_block = (peak[deep, "checkpoint"] - peak[1, "checkpoint"]) // (deep - 1)
-plain_peak_kib_per_block = plain_peak_bytes_per_block / 1024
-checkpoint_peak_kib_per_block = checkpoint_peak_bytes_per_block / 1024
-no_rng_peak_bytes_per_block = (peak[deep, "checkpoint, no RNG state"]
-                               - peak[1, "checkpoint, no RNG state"]) // (deep - 1)
-rng_state_kib = rng_state_bytes / 1024
+backward_working_mib = backward_working_bytes / MIB
+checkpoint_peak_bytes_per_block = per_block(peak, "checkpoint")
+no_rng_peak_bytes_per_block = per_block(peak, "checkpoint, no RNG state")
+
 plain_ms = best[deep, "plain"]
-checkpoint_ms = best[deep, "checkpoint"]
-save_on_cpu_ms = best[deep, "save_on_cpu"]
-checkpoint_time_ratio = statistics.median(r[deep, "checkpoint"] / r[deep, "plain"] for r in runs)
-save_on_cpu_time_ratio = statistics.median(r[deep, "save_on_cpu"] / r[deep, "plain"] for r in runs)
 forward_ms = best[deep, "plain forward"]
+checkpoint_time_ratio = statistics.median(r[deep, "checkpoint"] / r[deep, "plain"] for r in runs)
+selective_time_ratio = statistics.median(r[deep, "selective"] / r[deep, "plain"] for r in runs)
 predicted_time_ratio = statistics.median((r[deep, "plain"] + r[deep, "plain forward"]) / r[deep, "plain"]
                                          for r in runs)
 checkpoint_over_predicted = statistics.median(
     r[deep, "checkpoint"] / (r[deep, "plain"] + r[deep, "plain forward"]) for r in runs)
+checkpoint_forward_over_plain = statistics.median(r[deep, "checkpoint forward"] / r[deep, "plain forward"]
+                                                  for r in runs)
+reentrant_node = checkpoint(block, x, *params[0], use_reentrant=True).grad_fn.name()
 
 print(f"residual MLP blocks, batch {BATCH}, width {WIDTH}, hidden {HIDDEN}; one thread")
-print(f"{'depth':>5s}" + "".join(f"{v + ' MiB':>17s}" for v in VARIANTS)
-      + "".join(f"{v + ' ms':>16s}" for v in VARIANTS))
+print("held for backward when the forward ends (MiB, beyond parameters and input):")
+print(f"{'depth':>5s}" + "".join(f"{v:>13s}" for v in KEPT_VARIANTS))
 for d in DEPTHS:
-    print(f"{d:>5d}" + "".join(f"{mib[d, v]:>17.3f}" for v in VARIANTS)
-          + "".join(f"{best[d, v]:>16.1f}" for v in VARIANTS))
-print(f"per block: plain saves {plain_kib_per_block:.0f} KiB (predicted"
-      f" {predicted_plain_bytes_per_block / 1024:.0f}), checkpoint {checkpoint_kib_per_block:.0f} KiB"
-      f" (one block input is {block_input_kib:.0f} KiB)")
-print(f"use_reentrant=True: node {reentrant_node}, saves {mib[deep, 'reentrant']:.3f} MiB at depth"
-      f" {deep}")
-print(f"peak of a step beyond parameters and gradients, depth {deep}:"
-      f" plain {plain_peak_mib:.2f} MiB, checkpoint {checkpoint_peak_mib:.2f} MiB;"
-      f" per block {plain_peak_bytes_per_block:,} and {checkpoint_peak_bytes_per_block:,} B;"
-      f" with preserve_rng_state=False {no_rng_peak_bytes_per_block:,} B"
-      f" (the CPU generator's state is {rng_state_bytes:,} B)")
-print(f"at depth {deep} (median of {RUNS} side-by-side ratios): a plain forward {forward_ms:.1f} ms;"
-      f" checkpoint step x{checkpoint_time_ratio:.2f} (predicted x{predicted_time_ratio:.2f},"
-      f" measured / predicted {checkpoint_over_predicted:.2f}), save_on_cpu x{save_on_cpu_time_ratio:.2f}")
-print(f"checkpoint gradients equal plain ones bit for bit: {checkpoint_grads_match}")
-print(f"matrix products the rerun redid per block: {rerun_products_per_block} of the forward's"
-      f" {forward_products_per_block} (it stops once backward has what it needs)")
-print(f"save_on_cpu on CPU tensors stored the same memory, no copy: {save_on_cpu_copied_nothing}")
+    print(f"{d:>5d}" + "".join(f"{kept[d, v] / MIB:>13.3f}" for v in KEPT_VARIANTS))
+print(f"per block, bytes: plain {plain_bytes_per_block:,} (predicted {predicted_plain_bytes_per_block:,}),"
+      f" checkpoint {checkpoint_bytes_per_block:,} (predicted {predicted_checkpoint_bytes_per_block:,}),"
+      f" selective {selective_bytes_per_block:,} (predicted {predicted_selective_bytes_per_block:,}),"
+      f" use_reentrant=True {reentrant_bytes_per_block:,} (node {reentrant_node}),"
+      f" save_on_cpu {save_on_cpu_bytes_per_block:,}")
+print(f"the CPU generator's state: {rng_state_bytes:,} B")
+print(f"peak of a step beyond parameters and gradients, depth {deep}: plain {plain_peak_bytes:,} B"
+      f" (predicted {predicted_plain_peak_bytes:,}), checkpoint {checkpoint_peak_bytes:,} B"
+      f" (predicted {predicted_checkpoint_peak_bytes:,}); per block, checkpointed:"
+      f" {checkpoint_peak_bytes_per_block:,} B, with preserve_rng_state=False {no_rng_peak_bytes_per_block:,} B")
+print(f"{'depth':>5s}" + "".join(f"{v + ' ms':>23s}" for v in TIMED))
+for d in DEPTHS:
+    print(f"{d:>5d}" + "".join(f"{best[d, v]:>23.1f}" for v in TIMED))
+print(f"at depth {deep} (medians of {RUNS} side-by-side ratios): checkpoint step x{checkpoint_time_ratio:.2f}"
+      f" (predicted x{predicted_time_ratio:.2f}, measured / predicted {checkpoint_over_predicted:.2f}),"
+      f" selective x{selective_time_ratio:.2f}; a checkpointed forward alone is"
+      f" x{checkpoint_forward_over_plain:.2f} a plain one")
+print(f"matrix products the rerun redid per block: checkpoint {rerun_products_per_block},"
+      f" selective {selective_rerun_products_per_block}, of the forward's {forward_products_per_block}")
+print(f"all {n_gradients} gradients equal the plain ones bit for bit: checkpoint {checkpoint_grads_match},"
+      f" selective {selective_grads_match}")
+print(f"save_on_cpu's pack stores a CPU tensor itself, no copy: {save_on_cpu_stores_the_tensor_itself}")
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
-for colour, marker, v in (("C0", "o", "plain"), ("C3", "s", "checkpoint")):
-    left.plot(DEPTHS, [mib[d, v] for d in DEPTHS], color=colour, marker=marker,
-              label=f"{v}: kept for backward")
-    left.plot(DEPTHS, [peak[d, v] / MIB for d in DEPTHS], color=colour, linestyle="--",
-              linewidth=1, label=f"{v}: peak of a step")
-    right.plot(DEPTHS, [best[d, v] for d in DEPTHS], color=colour, marker=marker, label=v)
-right.plot(DEPTHS, [best[d, "plain"] + best[d, "plain forward"] for d in DEPTHS], color="C3",
-           linestyle=":", label="predicted: plain + one forward")
+fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.9), layout="constrained")
+colours = {"plain": "C0", "selective": "C2", "checkpoint": "C3"}
+for v, colour in colours.items():
+    left.plot(DEPTHS, [kept[d, v] / MIB for d in DEPTHS], "o-", color=colour, label=f"{v}: held for backward")
+for v in ("plain", "checkpoint"):
+    left.plot(DEPTHS, [peak[d, v] / MIB for d in DEPTHS], "--", color=colours[v], linewidth=1,
+              label=f"{v}: peak of a step")
 left.set_xlabel("blocks")
 left.set_ylabel("MiB beyond parameters and gradients")
 left.set_title("Memory", fontsize=10)
-right.set_xlabel("blocks")
-right.set_ylabel("forward + backward (ms)")
-right.set_title("Time per step", fontsize=10)
 left.legend(fontsize=7)
-right.legend(fontsize=7)
-fig.suptitle("Checkpointing each block: memory traded for one more forward")
+ratios = {"plain": 1.0, "selective": selective_time_ratio, "checkpoint": checkpoint_time_ratio}
+for v, colour in colours.items():
+    right.plot(kept[deep, v] / MIB, ratios[v], "o", color=colour, markersize=8)
+    right.annotate(v, (kept[deep, v] / MIB, ratios[v]), textcoords="offset points", xytext=(8, 4),
+                   fontsize=9, color=colour)
+right.axhline(predicted_time_ratio, color="C3", linestyle=":", linewidth=1)
+right.text(plain_mib * 0.45, predicted_time_ratio - 0.01, "checkpoint, predicted:\nplain + one more forward",
+           fontsize=8, color="C3", va="top")
+right.set_xlim(-0.2, plain_mib * 1.3)
+right.set_ylim(0.9, max(ratios.values()) * 1.12)
+right.set_xlabel(f"MiB held for backward, {deep} blocks")
+right.set_ylabel("step time / plain step time")
+right.set_title("The trade, at 8 blocks", fontsize=10)
+fig.suptitle("Checkpointing each block: memory traded for a second run of the block", fontsize=11)
 plt.show()

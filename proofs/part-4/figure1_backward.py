@@ -1,15 +1,17 @@
-"""Figure 1's loss.backward() in numbers: the nodes it runs, the operators they call, and its time against the forward's.
+"""Figure 1's loss.backward() in numbers: the nodes and operators it runs, its time against the forward's, and what is left when the batch shrinks.
 
-Figure 1's network and data (Linear 8->64, ReLU, Linear 64->1, MSELoss, 1,024 rows), on the
-CPU with one intra-op thread. A TorchDispatchMode (from the private
-torch.utils._python_dispatch; the import fails loudly if it is gone) counts the ATen operators
-the forward calls and those its backward calls. Then 300 training steps without the optimizer
-(forward, backward, .grad set to None), after 20 untimed ones; each step's forward and backward
-are timed with the calling thread's CPU time (time.thread_time_ns), so time spent waiting for
-a core is not counted; times are medians over the steps, and the ratio is the median of the
-per-step ratios. On 60 of those steps a pre-hook and a hook on every node time each node, so the
-figure can show where backward's time goes, node by node, and what is left for the engine
-between nodes; the steps with hooks are timed apart from the others.
+Figure 1's network and data (Linear 8->64, ReLU, Linear 64->1, MSELoss), on the CPU with one
+intra-op thread. A TorchDispatchMode (from the private torch.utils._python_dispatch; the import
+fails loudly if it is gone) counts the ATen operators the forward calls and those its backward
+calls; after backward, the script tries to read a tensor the ReLU node kept (its private
+_saved_result), which backward should have freed. Then training steps without the optimizer
+(forward, backward, .grad set to None) on batches of 64, 256, 1,024 (Figure 1's) and 4,096 rows,
+all interleaved, 150 rounds after 10 untimed ones. Each step's forward is written two ways: as
+Figure 1 writes it, through the nn.Sequential and the loss module, and as the same functions
+called directly (F.linear, F.relu, F.linear, F.mse_loss, same parameters), each followed by its
+backward, the two in an order that alternates from round to round. Times are the calling thread's CPU time
+(time.thread_time_ns), so time spent waiting for a core is not counted; each time is the median
+over the rounds, and each ratio the median of the ratios within a round.
 """
 import statistics
 import time
@@ -17,16 +19,35 @@ from collections import Counter
 
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
-x = torch.randn(1024, 8)
-y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+ROWS = [64, 256, 1024, 4096]
+FIGURE1_ROWS = 1024
+ROUNDS, WARMUP = 150, 10
 model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
 loss_fn = nn.MSELoss()
-STEPS, WARMUP, HOOKED = 300, 20, 60
+first, last = model[0], model[2]
+
+
+def data(rows):
+    x = torch.randn(rows, 8)
+    return x, x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
+
+
+batches = {rows: data(rows) for rows in ROWS}
+
+
+def forward_modules(x, y):
+    return loss_fn(model(x), y)
+
+
+def forward_functions(x, y):
+    hidden = F.relu(F.linear(x, first.weight, first.bias))
+    return F.mse_loss(F.linear(hidden, last.weight, last.bias), y)
 
 
 class CountOps(TorchDispatchMode):
@@ -41,83 +62,100 @@ class CountOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+x, y = batches[FIGURE1_ROWS]
 with CountOps() as forward_ops:
-    loss = loss_fn(model(x), y)
+    loss = forward_modules(x, y)
+nodes = [loss.grad_fn]
+for node in nodes:
+    nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
+nodes_run = len(nodes)
+relu_node = next(n for n in nodes if n.name() == "ReluBackward0")
 with CountOps() as backward_ops:
     loss.backward()
 aten_calls_forward = sum(forward_ops.counts.values())
 aten_calls_backward = sum(backward_ops.counts.values())
 mm_in_backward = backward_ops.counts["aten::mm"]
-
-param_names = {id(p): n for n, p in model.named_parameters()}
-
-
-def label(node):
-    if node.name().endswith("AccumulateGrad"):
-        return f"AccumulateGrad({param_names[id(node.variable)]})"
-    return node.name()
+try:
+    relu_node._saved_result  # private, see docstring
+    saved_freed_after_backward = False
+except RuntimeError:
+    saved_freed_after_backward = True  # "... saved tensors after they have already been freed"
 
 
-def step(hooked):
-    """One forward and backward: (forward ns, backward ns, {node label: ns} when hooked)."""
+def step(x, y, forward):
+    """(forward ns, backward ns) for one step, its forward written one way or the other."""
     for p in model.parameters():
         p.grad = None
     start = time.thread_time_ns()
-    loss = loss_fn(model(x), y)
+    loss = forward(x, y)
     middle = time.thread_time_ns()
-    spans, handles = {}, []
-    if hooked:
-        nodes = [loss.grad_fn]
-        for node in nodes:
-            nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
-        seen = Counter()
-        for k, node in enumerate(nodes):
-            name = f"{k}:{label(node)}"
-            if node.name() in ("AddmmBackward0", "TBackward0"):  # met from the loss: layer 2 first
-                seen[node.name()] += 1
-                name += f" (layer {3 - seen[node.name()]})"
-            handles.append(node.register_prehook(
-                lambda g, name=name: spans.__setitem__(name, -time.thread_time_ns())))
-            handles.append(node.register_hook(lambda gi, go, name=name: spans.__setitem__(
-                name, spans[name] + time.thread_time_ns())))
-        middle = time.thread_time_ns()
     loss.backward()
-    end = time.thread_time_ns()
-    for handle in handles:  # a parameter's AccumulateGrad may serve the next step too: unhook it
-        handle.remove()
-    return middle - start, end - middle, spans
+    return middle - start, time.thread_time_ns() - middle
 
 
-for _ in range(WARMUP):
-    step(False)
-plain, hooked = [], []
-for k in range(STEPS):
-    (hooked if k % (STEPS // HOOKED) == 0 else plain).append(step(k % (STEPS // HOOKED) == 0))
-forward_us = statistics.median(f for f, _, _ in plain) / 1000
-backward_us = statistics.median(b for _, b, _ in plain) / 1000
-backward_over_forward = statistics.median(b / f for f, b, _ in plain)
-node_names = list(hooked[0][2])
-nodes_run = len(node_names)
-node_us = {n: statistics.median(s[n] for _, _, s in hooked) / 1000 for n in node_names}
-hooked_backward_us = statistics.median(b for _, b, _ in hooked) / 1000
-inside_nodes_us = sum(node_us.values())
+samples = {rows: [] for rows in ROWS}  # per round: (module forward, backward, function forward)
+for k in range(WARMUP + ROUNDS):
+    for rows in ROWS[k % len(ROWS):] + ROWS[:k % len(ROWS)]:
+        ways = [forward_modules, forward_functions][::1 if k % 2 else -1]  # alternate the order
+        timed = {way: step(*batches[rows], way) for way in ways}
+        if k >= WARMUP:
+            (f, b), (g, _) = timed[forward_modules], timed[forward_functions]
+            samples[rows].append((f, b, g))
 
-print("Figure 1's network, 1,024 rows, CPU, one thread")
-print(f"ATen operators: forward {aten_calls_forward} {dict(forward_ops.counts)}")
-print(f"                backward {aten_calls_backward} {dict(backward_ops.counts)}")
-print(f"backward ran {nodes_run} nodes; median of {len(plain)} steps: forward {forward_us:.0f} us,"
-      f" backward {backward_us:.0f} us, backward / forward {backward_over_forward:.2f}")
-print(f"with a hook on every node ({len(hooked)} steps): backward {hooked_backward_us:.0f} us, inside"
-      f" the nodes {inside_nodes_us:.0f} us")
-for n in node_names:
-    print(f"  {n.split(':', 1)[1]:26s} {node_us[n]:7.1f} us")
 
-fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
-labels = [n.split(":", 1)[1] for n in node_names]
-ax.barh(range(len(node_names)), [node_us[n] for n in node_names],
-        color=["C1" if l.startswith("Acc") else "C0" for l in labels])
-ax.set_yticks(range(len(node_names)), labels, fontsize=8)
-ax.invert_yaxis()
-ax.set_xlabel("median CPU time inside the node (µs)")
-ax.set_title("Figure 1's backward, node by node, in the order they ran", fontsize=10)
+def median_us(rows, index):
+    return statistics.median(s[index] for s in samples[rows]) / 1000
+
+
+forward_us = {rows: median_us(rows, 0) for rows in ROWS}
+backward_us_by_rows = {rows: median_us(rows, 1) for rows in ROWS}
+functions_us = {rows: median_us(rows, 2) for rows in ROWS}
+at = samples[FIGURE1_ROWS]
+forward_us_fig1 = forward_us[FIGURE1_ROWS]
+backward_us = backward_us_by_rows[FIGURE1_ROWS]
+functions_forward_us = functions_us[FIGURE1_ROWS]
+backward_over_forward = statistics.median(b / f for f, b, _ in at)
+backward_over_functions_forward = statistics.median(b / g for _, b, g in at)
+module_share_of_forward = statistics.median((f - g) / f for f, _, g in at)
+module_us_small = statistics.median(f - g for f, _, g in samples[min(ROWS)]) / 1000
+module_share_small = statistics.median((f - g) / f for f, _, g in samples[min(ROWS)])
+small = min(ROWS)
+backward_small_us = backward_us_by_rows[small]
+forward_us_small = forward_us[small]
+rows_ratio = FIGURE1_ROWS // small
+backward_speedup_from_fewer_rows = statistics.median(
+    b1 / b0 for (_, b0, _), (_, b1, _) in zip(samples[small], samples[FIGURE1_ROWS]))
+backward_small_us_per_node = backward_small_us / nodes_run
+
+print(f"Figure 1's network, CPU, one thread; {ROUNDS} rounds, all batch sizes in each")
+print(f"at {FIGURE1_ROWS:,} rows: backward runs {nodes_run} nodes; ATen operators: forward"
+      f" {aten_calls_forward} {dict(forward_ops.counts)}")
+print(f"  backward {aten_calls_backward} {dict(backward_ops.counts)}")
+print(f"  after backward, the ReLU node's saved tensor is freed: {saved_freed_after_backward}")
+print(f"{'rows':>6s} {'forward (modules) us':>21s} {'forward (functions) us':>23s} {'backward us':>12s}")
+for rows in ROWS:
+    print(f"{rows:>6,d} {forward_us[rows]:>21.0f} {functions_us[rows]:>23.0f}"
+          f" {backward_us_by_rows[rows]:>12.0f}")
+print(f"at {FIGURE1_ROWS:,} rows: backward / forward {backward_over_forward:.2f}; against the"
+      f" forward written as functions {backward_over_functions_forward:.2f}; the modules' own"
+      f" Python is {100 * module_share_of_forward:.0f}% of the forward")
+print(f"at {min(ROWS)} rows the modules' Python costs {module_us_small:.0f} us,"
+      f" {100 * module_share_small:.0f}% of the forward")
+print(f"{rows_ratio} times fewer rows ({small}): backward {backward_small_us:.0f} us, only"
+      f" {backward_speedup_from_fewer_rows:.1f} times faster; {backward_small_us_per_node:.0f} us"
+      f" per node")
+
+fig, ax = plt.subplots(figsize=(7.6, 3.9), layout="constrained")
+ax.loglog(ROWS, [backward_us_by_rows[r] for r in ROWS], "s-", color="C3", label="backward")
+ax.loglog(ROWS, [forward_us[r] for r in ROWS], "o-", color="C0", label="forward, as Figure 1 writes it")
+ax.loglog(ROWS, [functions_us[r] for r in ROWS], "o--", color="C0", fillstyle="none",
+          label="forward, the same functions called directly")
+scale = backward_us_by_rows[max(ROWS)] / max(ROWS)
+ax.loglog(ROWS, [scale * r for r in ROWS], ":", color="C7", label="time proportional to rows")
+ax.axvline(FIGURE1_ROWS, color="C7", linewidth=1)
+ax.text(FIGURE1_ROWS * 1.05, ax.get_ylim()[0] * 1.3, "Figure 1", fontsize=8, color="C7")
+ax.set_xlabel("rows in the batch")
+ax.set_ylabel("median CPU time (µs)")
+ax.set_title("Figure 1's step against its batch: flat where tolls dominate", fontsize=10)
+ax.legend(fontsize=8)
 plt.show()

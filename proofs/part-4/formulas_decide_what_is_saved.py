@@ -105,7 +105,7 @@ addmm_skips_mat2 = addmm_first._saved_mat2 is None and addmm_first._saved_mat1 i
 has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key  # private, see docstring
 logits, labels = torch.randn(8, 3, requires_grad=True), torch.randint(0, 3, (8,))
 ce_node = F.cross_entropy(logits, labels).grad_fn
-cross_entropy_nodes = f"{ce_node.name()} > {ce_node.next_functions[0][0].name()}"
+cross_entropy_nodes = f"{ce_node.name()}, then {ce_node.next_functions[0][0].name()}"
 cross_entropy_is_composite = (not any(s.startswith("cross_entropy_loss(") for s in entries)
                               and has_kernel("aten::cross_entropy_loss", "CompositeImplicitAutograd")
                               and not has_kernel("aten::cross_entropy_loss", "Autograd"))

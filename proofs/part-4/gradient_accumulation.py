@@ -8,7 +8,8 @@ default in torch/optim/optimizer.py, which drops it. It also watches, with a pre
 leaf's AccumulateGrad node, a first gradient that arrives transposed (through p.t()), and
 compares its address and strides with the .grad it became. Finally times the two kinds of
 zero_grad on the same module (minimum of 7 runs of 20 calls each, interleaved, one thread,
-CPU time of the thread from time.thread_time_ns).
+CPU time of the thread from time.thread_time_ns), and, for scale, one forward and backward of
+the layer on the batch (minimum of 7).
 """
 import inspect
 import time
@@ -78,9 +79,17 @@ for _ in range(RUNS):
             opt.zero_grad(set_to_none=set_to_none)
             total += time.thread_time_ns() - start
         best[set_to_none] = min(best[set_to_none], total / CALLS / 1000)
+step_times = []
+for _ in range(RUNS):
+    layer.weight.grad = layer.bias.grad = None
+    start = time.thread_time_ns()
+    loss_of(slice(None)).backward()
+    step_times.append((time.thread_time_ns() - start) / 1e6)
+step_ms = min(step_times)
 zero_fill_us = best[False]
 set_to_none_us = best[True]
 zero_fill_over_none = zero_fill_us / set_to_none_us
+zero_fill_percent_of_step = 100 * zero_fill_us / 1000 / step_ms
 
 print(f"Linear(2048, 2048), batch 64; gradients {grad_mib:.1f} MiB")
 print(f"two backward calls give twice one backward's gradient: {second_backward_doubles};"
@@ -93,4 +102,5 @@ print(f"zero_grad() (set_to_none defaults to {default_set_to_none}): .grad is No
 print(f"a first gradient arriving with strides {arrived_strides} for a leaf with strides"
       f" {p.stride()}: copied into .grad with strides {p.grad.stride()}: {transposed_grad_copied}")
 print(f"zero_grad time, min of {RUNS} runs of {CALLS}: set_to_none=False {zero_fill_us:,.1f} us,"
-      f" set_to_none=True {set_to_none_us:,.1f} us")
+      f" set_to_none=True {set_to_none_us:,.1f} us; a forward and backward of the layer"
+      f" {step_ms:.1f} ms (zeroing is {zero_fill_percent_of_step:.0f}% of that)")

@@ -41,7 +41,7 @@ per_sample = vmap(grad(loss), in_dims=(None, 0, 0))  # w shared; x and t split a
 
 
 def layers(t):
-    """'grad@2 > batched@1 > plain': the wrappers around t, outermost first (private queries)."""
+    """The wrappers around t, outermost first: grad@2 around batched@1 around plain."""
     functorch = torch._C._functorch
     names, keys = [], []
     while functorch.maybe_get_level(t) != -1:
@@ -50,7 +50,7 @@ def layers(t):
         names.append(f"{kind}@{functorch.maybe_get_level(t)}")
         keys.append(str(torch._C._dispatch_keys(t)))
         t = functorch.get_unwrapped(t)
-    return " > ".join(names + ["plain"]), keys
+    return " around ".join(names + ["plain"]), keys
 
 
 def probe(w, x, t):
