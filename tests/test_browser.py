@@ -404,12 +404,16 @@ def test_each_copy_button_copies_its_own_block(open_tab, served):
     card.locator("details.proof-card__source").evaluate("details => { details.open = true; }")
     card.locator("details.proof-card__printed").first.evaluate("details => { details.open = true; }")
     source = card.locator(".proof-card__source pre")
-    source.locator("code span").first.wait_for()  # fetched when opened, highlighted
-    for block, text in ((source, "code"), (card.locator("pre.proof-card__output"), "samp")):
+    source.locator("code span:visible").first.wait_for()  # fetched when opened, highlighted
+    # The source's button copies the whole script, lines still folded included, as it downloads;
+    # the output's copies what it shows.
+    script = (served.folder / "part-0" / card.locator("a.proof-card__download").get_attribute("href")).resolve()
+    for block, expected in ((source, script.read_text()),
+                            (card.locator("pre.proof-card__output"), card.locator("pre.proof-card__output samp").inner_text())):
         block.hover()
         block.locator("button.md-code__button[data-md-type=copy]").click()
         copied = page.evaluate("navigator.clipboard.readText()")
-        assert copied.strip() == block.locator(text).inner_text().strip()
+        assert copied.strip() == expected.strip()
     tab.assert_clean()
 
 

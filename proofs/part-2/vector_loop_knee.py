@@ -197,6 +197,7 @@ other_ns = {op: {int(k): v for k, v in d.items()} for op, d in other["ns"].items
 other_sigmoid_step = 2 * lanes_for(build_of("sigmoid_stub", other_capability))[1]
 other_sigmoid_knee = knee(other_ns["sigmoid"])
 other_sigmoid_drop = drop(other_ns["sigmoid"], other_sigmoid_knee)
+other_sigmoid_drop_at_step = drop(other_ns["sigmoid"], other_sigmoid_step)  # the step the build predicts
 other_vector_isa = X86 and other_capability in ("AVX2", "AVX512")
 
 print(f"machine {platform.machine()}, CPU capability {capability}")
@@ -216,7 +217,8 @@ print(f"sigmoid: largest drop from K = 8 on at K={sigmoid_knee} ({sigmoid_drop_a
       f"drop at 16: {sigmoid_drop_16:.2f}x, at 32: {sigmoid_drop_32:.1f}x")
 print(f"add: drop at 16: {add_drop_16:.2f}x, at 32: {add_drop_32:.2f}x")
 print(f"second process, ATEN_CPU_CAPABILITY={asked}: capability {other_capability}; sigmoid's largest drop "
-      f"at K={other_sigmoid_knee} ({other_sigmoid_drop:.1f}x), its step {other_sigmoid_step}; "
+      f"at K={other_sigmoid_knee} ({other_sigmoid_drop:.1f}x); at its step, K={other_sigmoid_step}: "
+      f"{other_sigmoid_drop_at_step:.1f}x; "
       f"add's drop at 16: {drop(other_ns['add'], 16):.2f}x")
 
 import matplotlib.pyplot as plt  # noqa: E402  (the second process needs no figure)

@@ -164,7 +164,7 @@ autograd_files = sorted(generated.keys() - set(register_files))
 handwritten_register = sorted({f for f in constructor_files if f.startswith("Register")} - set(register_files))
 handwritten_register_text = ", ".join(handwritten_register) or "none"
 by_template = collections.Counter(t for t, _ in generated.values())
-by_template_text = ", ".join(f"{t} {n}" for t, n in by_template.most_common())
+by_template_text = ", ".join(f"{t} {n}" for t, n in sorted(by_template.items(), key=lambda tn: (-tn[1], tn[0])))
 has_init_function = ".init" in cpu_secs
 python_init = layout["libtorch_python.so"][3][".init_array"][1] // 8
 
