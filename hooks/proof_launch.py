@@ -22,6 +22,7 @@ import re
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -164,9 +165,20 @@ def _read_report(path: str) -> dict:
 def clean_output(raw: bytes, folder: str | None = None) -> str:
     """Printed bytes as text to show: invalid UTF-8 replaced, ANSI codes removed, and the scratch
     ``folder`` the proof ran in left out of paths (a warning's "/tmp/proof-x1/part-7/p.py:3:"
-    reads "p.py:3:", as it does for a reader who runs the proof in its own folder)."""
+    reads "p.py:3:", as it does for a reader who runs the proof in its own folder), and so are
+    the folders that hold installed packages."""
     text = _ANSI.sub("", raw.decode("utf-8", errors="replace").replace("\r\n", "\n"))
-    return text.replace(folder.rstrip(os.sep) + os.sep, "") if folder else text
+    return _short_paths(text, folder)
+
+
+def _short_paths(text: str, folder: str | None) -> str:
+    """Paths of this machine left out of what a card shows: the scratch folder the proof ran in, and
+    the folders installed packages live in ("torch/_inductor/x.py:12:", not "/home/.../site-packages/
+    torch/_inductor/x.py:12:"), so a warning from torch names torch's file, as the page does."""
+    prefixes = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")} | ({folder} if folder else set())
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
+    return text
 
 
 def _judge(raw: Raw, report: dict, expected: str | None, timeout: float, elapsed: float,

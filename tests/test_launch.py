@@ -198,6 +198,11 @@ def test_paths_in_output_are_the_proofs_own_not_the_scratch_folders(tmp_path):
     assert "proof-" not in outcome.output and tempfile.gettempdir() not in outcome.output
 
 
+def test_an_installed_packages_file_is_named_from_its_package(tmp_path):
+    outcome = run(tmp_path, "import yaml\nprint(yaml.__file__)\n")
+    assert outcome.output == "yaml/__init__.py\n"
+
+
 def test_expected_failure_marker(tmp_path):
     source = "# proof: raises RuntimeError\nsaved = 3\nraise RuntimeError('second backward')\n"
     outcome = run(tmp_path, source)

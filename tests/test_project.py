@@ -6,6 +6,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,10 @@ def own_frames(text: str, folder: str) -> str:
             skipping = False
         if not skipping:
             kept.append(line)
-    return "".join(kept).replace(folder + os.sep, "")
+    text = "".join(kept).replace(folder + os.sep, "")
+    for prefix in sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")}, key=len, reverse=True):
+        text = text.replace(prefix.rstrip(os.sep) + os.sep, "")  # as the card names installed files
+    return text
 
 
 @pytest.mark.slow

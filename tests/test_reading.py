@@ -283,6 +283,14 @@ def test_a_card_at_load_shows_its_name_summary_and_figure_and_opens_source_and_o
     assert page.errors == []
 
 
+def test_on_a_phone_a_figure_says_it_opens_full_size_and_on_a_desktop_it_does_not(tab):
+    cue = "e => getComputedStyle(e, '::after').content"
+    phone = tab(**PHONE).locator("#proof-vec .proof-card__zoom").first
+    assert "tap to open full size" in phone.evaluate(cue)
+    desktop = tab().locator("#proof-vec .proof-card__zoom").first
+    assert desktop.evaluate(cue) == "none"
+
+
 def test_a_page_states_its_machine_once_and_cards_only_what_differs(tab, reading):
     from proof_sandbox import host
 
