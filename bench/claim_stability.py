@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, machine, write_readme
+from common import REPO, cpu_model, machine, write_readme
 
 PACKAGES = ("torch", "mkdocs")
 CONDITIONS = {  # name: (what it is, extra environment)
@@ -119,7 +119,7 @@ def main() -> int:
     report = render(builds)
     print(report)
     if args.write_readme:
-        write_readme("claim-stability", report)
+        write_readme("claim-stability", report, part=cpu_model())
     return 0
 
 
@@ -186,7 +186,7 @@ def render(builds: dict[str, list[dict]]) -> str:
     runs = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     keys = sorted({key for runs_ in builds.values() for run in runs_ for key in run["claims"]})
     lines = [
-        f"Measured {datetime.date.today().isoformat()} on {machine(PACKAGES)}: {runs} cold builds per condition "
+        f"Measured {datetime.date.today().isoformat()} on {machine(PACKAGES, features=True)}: {runs} cold builds per condition "
         f"({len(keys)} claims).",
         "",
         "| condition | builds passing `--strict` | claims settled in every build | judged on a second run | "

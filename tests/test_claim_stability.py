@@ -1,5 +1,6 @@
 """bench/claim_stability.py: how conditions are named, and how a claim that did not settle is reported."""
 
+import os
 import sys
 
 import pytest
@@ -55,3 +56,28 @@ def test_a_claim_that_failed_or_held_thinly_is_listed_with_each_condition():
     assert "| quiet: nothing else running | 2 of 2 | 1 of 1 | 1 | 30% (docs/part-0.md:196) |" in report
     assert "| busy: one core kept busy by another program | 0 of 2 | 0 of 1 | 0 | 5% (docs/part-0.md:196) |" in report
     assert "| docs/part-0.md:196 `speedup > 1.3` | 2/2, 30% | 1/2, -20% |" in report
+
+
+def test_each_processor_keeps_its_own_report_in_the_readme_block(tmp_path, monkeypatch):
+    import common
+
+    readme = tmp_path / "README.md"
+    readme.write_text("Intro.\n<!-- claim-stability:start -->\nold, unmarked\n<!-- claim-stability:end -->\nAfter.\n")
+    monkeypatch.setattr(common, "README", readme)
+    common.write_readme("claim-stability", "Intel table", part="Intel Xeon")
+    common.write_readme("claim-stability", "AMD table", part="AMD EPYC")
+    common.write_readme("claim-stability", "AMD table, again", part="AMD EPYC")
+    assert readme.read_text() == (
+        "Intro.\n<!-- claim-stability:start -->\n"
+        "<!-- part: AMD EPYC -->\nAMD table, again\n\n<!-- part: Intel Xeon -->\nIntel table\n"
+        "<!-- claim-stability:end -->\nAfter.\n")
+
+
+def test_the_machine_line_names_the_instruction_sets_claims_depend_on(monkeypatch):
+    import common
+
+    monkeypatch.setattr(common, "cpu_features", lambda: ["AVX2", "AVX-512", "AVX512-BF16"])
+    monkeypatch.setattr(common, "cpu_model", lambda: "AMD EPYC")
+    line = common.machine(("pytest",), features=True)
+    assert line.startswith(f"AMD EPYC ({os.cpu_count()} cores; AVX2, AVX-512, AVX512-BF16), ")
+    assert f"({os.cpu_count()} cores), " in common.machine(("pytest",))
