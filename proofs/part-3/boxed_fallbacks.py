@@ -9,7 +9,8 @@ work with a TorchDispatchMode (torch/utils/_python_dispatch.py), whose Python ke
 the Conjugate and Negative keys and so sees what their fallback does. z.conj() of a complex
 tensor only sets a bit (the Conjugate key); the fallback (aten/src/ATen/ConjugateFallback.cpp,
 logic in aten/src/ATen/native/MathBitsFallback.h) lets views through, and for other operators
-clones each input that carries the bit, which resolves it, before redispatching. Operators that
+clones each input that carries the bit, which resolves it, before redispatching (for an
+in-place or out= call it then copies the result back into the written argument). Operators that
 need no resolved copy register a fallthrough at Conjugate instead (private
 torch._C._dispatch_kernel_for_dispatch_key_is_fallthrough counts them, and their schemas say
 which are views); six linear-algebra kernels among them (mm, bmm, addmm, baddbmm, dot, vdot)
@@ -19,8 +20,8 @@ copies. Whether mm's own kernel then copies is watched too: a Python "spy" stand
 clone's CPU kernel for one call (torch.library.Library("aten", "IMPL"), removed at once; it
 calls the kernel it stands in for, fetched with the private
 torch._C._dispatch_get_computed_kernel_for_dispatch_key) and counts the clones made inside
-torch.mm(z.conj(), z) and inside z.mH @ z, whose conjugated operand is also transposed, the
-layout BLAS reads as a conjugate transpose. Last, the Python key: a dispatch mode adds it to
+torch.mm(z.conj(), z) and inside z.mH @ z, whose conjugated operand is also transposed (the
+script counts copies; it does not look inside the BLAS call). Last, the Python key: a dispatch mode adds it to
 the thread-local include set. Private APIs are used as they are: if
 a later torch changes them, the script fails.
 """

@@ -17,8 +17,9 @@ saves where there is something to record.
 
 Then a prediction: F.linear(x, w, bias) on 1x1 matrices is one call from Python, and its
 composite kernel calls t and addmm below the dispatcher; the script predicts its time as the
-sum of w.t() and torch.addmm(bias, x, wt) timed alone (F.linear saves one Python call and pays
-one more trip through the dispatcher, its own). And the other ways in:
+sum of w.t() and torch.addmm(bias, x, wt) timed alone (F.linear saves one Python call, its
+crossing and its binding, and pays one more trip through the dispatcher, its own, which costs
+less: so it should come out a little under the sum). And the other ways in:
 torch.ops.aten.add.Tensor(a, b), which reaches the dispatcher through Python's
 OpOverload.__call__ (torch/_ops.py) and a boxed call, a no-op operator defined with
 torch.library.Library and a Python kernel, and a no-op made with torch.library.custom_op; for
@@ -26,7 +27,9 @@ these the script also counts the Python functions one call runs (sys.setprofile)
 files they live in.
 
 Last, Figure 1's training step (the series' first page: the same network, loss and Adam): the
-operators one step dispatches, counted with a TorchDispatchMode, times a + b's toll, against
+operator calls of one step that reach the Python key, counted with a TorchDispatchMode (the
+tops of their chains, not the calls kernels make inside C++; the mode's presence itself adds a
+detach or two, where autograd saves a tensor), times a + b's toll, a rough estimate, against
 the step timed at a batch of one and at Figure 1's own 1,024.
 
 One intra-op thread; timeit with time.thread_time_ns, the calling thread's own CPU clock, so
@@ -152,7 +155,7 @@ library_python_calls = sum(frames["Library no-op"].values())
 custom_python_calls = sum(frames["custom_op no-op"].values())
 custom_python_files = len(frames["custom_op no-op"])
 
-# Figure 1's training step: how many operators it dispatches, and what it costs at two batches.
+# Figure 1's training step: how many operator calls reach the Python key, and what it costs at two batches.
 from torch import nn  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  underscore module, documented
 
@@ -206,7 +209,7 @@ for k, (stmt, inference, _) in LADDER.items():
         print(f"  {shown:34s}{where:17s}{ns[k]:7,.0f} ns")
 print("a + b taken apart (differences between neighbours on the ladder):")
 parts = {"into C++ and back": crossing_ns, "parse, dispatch": parse_dispatch_ns,
-         "add kernel (checks, TensorIterator, loop)": kernel_ns,
+         "add_ kernel, and add_'s longer parse": kernel_ns,
          "result: allocate, wrap, free": alloc_ns, "autograd kernel": autograd_ns}
 for label, value in parts.items():
     print(f"  {label:42s}{value:7,.0f} ns  {value / plus_ns:5.0%}")
@@ -222,8 +225,8 @@ print("Python functions one call runs (sys.setprofile), by file:")
 for name, seen in frames.items():
     where = ", ".join(f"{f} {c}" for f, c in seen.most_common(6)) or "none"
     print(f"  {name:28s}{sum(seen.values()):4d}  {where}")
-print(f"Figure 1's training step dispatches {n_step_ops} operators (the same at batch 1: "
-      f"{same_ops_at_any_batch}); times a + b's toll: {step_toll_us:,.0f} µs")
+print(f"Figure 1's training step: {n_step_ops} operator calls reach the Python key (the same at batch 1: "
+      f"{same_ops_at_any_batch}); times a + b's toll, a rough estimate: {step_toll_us:,.0f} µs")
 print(f"  the step took {step_batch1_us:,.0f} µs at a batch of 1 ({step_batch1_vs_toll:.1f} times the toll) "
       f"and {step_batch1024_us:,.0f} µs at 1,024 ({fixed_share_of_step:.0%} of it paid at any batch)")
 

@@ -1,7 +1,8 @@
-"""BackendSelect, ADInplaceOrView and AutocastCPU reach almost every call; each runs only where it is needed.
+"""BackendSelect and ADInplaceOrView reach almost every call, AutocastCPU every call inside autocast; each runs only where it is needed.
 
-The three keys reach nearly every call: BackendSelect and ADInplaceOrView are in the
-thread-local include set, and every dense CPU tensor carries ADInplaceOrView and AutocastCPU.
+BackendSelect and ADInplaceOrView are in the thread-local include set, and every dense CPU
+tensor carries ADInplaceOrView and AutocastCPU; outside torch.autocast the exclude set removes
+AutocastCPU before the mask is applied, so there it reaches no call.
 Each has a fallthrough registered as its backend fallback
 (aten/src/ATen/core/BackendSelectFallbackKernel.cpp, aten/src/ATen/core/VariableFallbackKernel.cpp,
 aten/src/ATen/autocast_mode.cpp), so a kernel runs only for the operators that register one.

@@ -11,7 +11,10 @@ first, down to the backend's kernel, a composite kernel (which calls other opera
 or a BackendSelect kernel (which hands the call to the device's key).
 
 Then it watches each real call. A Python "spy" stands in front of the kernel in every slot of
-the predicted chain, for the length of one call (torch.library.Library("aten", "IMPL"),
+the predicted chain, and in every other column of the table whose slot holds a kernel
+registered there or a boxed fallback (so that a kernel running off the chain would be seen;
+slots that fall through, or are filled from an alias key, are left alone, since a spy there
+would change the table), for the length of one call (torch.library.Library("aten", "IMPL"),
 removed at once, which puts ATen's kernels back); each spy notes its key, the key set the
 dispatcher handed it, grad mode, and its inputs' dtypes, and calls the kernel it stands in for
 (private torch._C._dispatch_get_computed_kernel_for_dispatch_key), so the call does what it
@@ -162,14 +165,30 @@ CASES = {  # call: (overload it becomes, its arguments, the call, context, spy a
     "torch.zeros(3)": ("zeros", (), lambda: torch.zeros(3), nothing, None),
     "meta + meta": ("add.Tensor", (meta, meta), lambda: meta + meta, nothing, None),
 }
-predicted, watched, first_handed, at_end, below = {}, {}, {}, {}, {}
+
+
+def off_chain(op_name, chain_keys):
+    """The table's other columns whose slot holds a kernel registered there or a boxed fallback.
+
+    Spies stand there too, so that a kernel running outside the predicted chain would show up.
+    Slots that fall through are left alone (a spy there would change the operator's mask), and
+    so are slots filled from an alias key (a kernel registered at a backend key would take a
+    composite out of the autograd slot), and the Python key's."""
+    entries = table(op_name)
+    return [k for k in KEYS if k not in chain_keys and k != "Python" and k in entries
+            and not entries[k][1] and entries[k][0] in ("kernel", "backend fallback")]
+
+
+predicted, watched, first_handed, at_end, below, bystanders = {}, {}, {}, {}, {}, {}
 for label, (op, args, call, context, end) in CASES.items():
     with context():
         device = call().device.type  # the real call, with ATen's kernels: where its result lives
         predicted[label] = predict(f"aten::{op}", args, torch._C._dispatch_key_for_device(device))
         chain_keys = [key for key, _ in predicted[label][3]]
+        bystanders[label] = off_chain(f"aten::{op}", chain_keys)
         log = []
-        with spies(op, chain_keys, log), (spies(*end[:1], end[1:], log) if end else nothing()):
+        with spies(op, chain_keys + bystanders[label], log), \
+                (spies(*end[:1], end[1:], log) if end else nothing()):
             call()
     watched[label] = [n["key"] for n in log if n["op"] == op]
     first_handed[label] = log[0]["handed"]
@@ -196,6 +215,7 @@ figure1_others_like_plain = all(watched_keys == predicted_keys == watched["a + b
 # Every link of every chain, as it ran, is the predicted one, and the first kernel was handed
 # exactly the set the rule gives:
 chains_watched = all(watched[k] == [key for key, _ in predicted[k][3]] for k in CASES)
+n_bystander_spies = sum(len(v) for v in bystanders.values())  # spies off the chains: none may run
 first_sets_match = all(first_handed[k] == predicted[k][2] for k in CASES)
 chain_text = {k: " → ".join(text for _, text in predicted[k][3]) for k in CASES}
 plain_chain = chain_text["a + b"]
@@ -231,8 +251,8 @@ for label, (keys, excluded, reaching, chain) in predicted.items():
     print(f"    watched:   {' → '.join(watched[label])}; first kernel handed "
           f"{{{', '.join(first_handed[label])}}}" + (f"; below it: {below[label]}" if label in below else ""))
 print(f"Figure 1's relu and mse_loss ran a + b's chain, as predicted: {figure1_others_like_plain}")
-print(f"every link of all {n_cases} chains ran as predicted: {chains_watched}; "
-      f"each first kernel was handed the predicted set: {first_sets_match}")
+print(f"every link of all {n_cases} chains ran as predicted, and none of the {n_bystander_spies} spies "
+      f"off the chains ran: {chains_watched}; each first kernel was handed the predicted set: {first_sets_match}")
 print(f"x * 2: same chain with and without no_grad: {no_grad_same_chain}; records a node with grad "
       f"mode on: {grad_on_records}, under no_grad: {no_grad_records}")
 print(f"m @ m under autocast: mm's CPU kernel got {'/'.join(autocast_end['dtypes'])} inputs, "

@@ -203,6 +203,7 @@ ax.set_yticks([])
 for side in ("left", "right", "bottom", "top"):
     ax.spines[side].set_visible(False)
 ax.tick_params(axis="x", length=0)
-ax.set_title("a + b: the key set, step by step (orange: what each step adds or removes)",
+ax.set_title("a + b: the key set, step by step (orange: what each step adds or removes)\n"
+             "key AutogradCPU = Autograd + CPU bit; key CPU = Dense + CPU bit",
              fontsize=10)
 plt.show()

@@ -1,4 +1,4 @@
-"""Meta tensors carry shapes and no data: on the CPU a model costs one fill of its memory, on meta a blink at any size.
+"""Meta tensors carry shapes and no data: on the CPU a large model costs about one fill of its memory, on meta a blink at any size.
 
 Builds the same model, four nn.Linear(d, d) layers, on the CPU and on the "meta" device for
 widths d from 64 up, and times construction (time.thread_time_ns, the calling thread's own CPU
@@ -10,13 +10,17 @@ with uniform_, which is what nn.Linear's initializer does to each parameter, tim
 rounds right after the largest build; the prediction's ratio is the median over five rounds
 of each round's build over its fill (a pair shares the machine's state of the moment). Both get fresh memory from the system (the allocations are larger than glibc's
 largest mmap threshold), so both pay its page faults; an allocator that keeps freed memory for
-reuse (jemalloc, tcmalloc) could spare one and not the other. The meta widths double until the
+reuse (jemalloc, tcmalloc) could spare one and not the other, so the script reports whether
+it runs on glibc's allocator (glibc_allocator: glibc, and no jemalloc, tcmalloc or mimalloc in
+LD_PRELOAD). The meta widths double until the
 model holds at least 64 times the machine's memory, so the largest is far larger than memory
 on any machine. On the CPU each parameter is allocated and filled by its initializer; on meta
 the same calls reach the Meta key's kernels, which compute output shapes and allocate nothing.
 Many of those kernels are Python functions, registered when torch is imported by
 torch/_meta_registrations.py: the script counts the aten operators whose Meta slot holds a
-kernel of its own, and a Python one (private torch._C._dispatch_dump_table), and which
+kernel of its own, and a Python one (private torch._C._dispatch_dump_table), how many of
+those Python kernels stand in front of a C++ Meta kernel that is still registered but
+inactive (private torch._C._dispatch_dump lists it as "Meta (inactive)"), and which
 operators a meta build calls (a TorchDispatchMode). The largest meta model is then run forward
 on a meta batch: the output's shape comes back, with no arithmetic done. It also counts the
 Python functions one meta nn.Linear runs (sys.setprofile), sorted by where they run: inside
@@ -29,6 +33,7 @@ the widths stop at 524,288 and the model-to-memory ratio comes out as 0.
 import collections
 import gc
 import os
+import platform
 import statistics
 import re
 import sys
@@ -168,6 +173,12 @@ n_meta_kernels = sum(f is not None for f in meta_files)
 n_python_meta_kernels = sum(f is not None and f.endswith(".py") for f in meta_files)
 n_meta_registrations_kernels = sum(f is not None and f.endswith("torch/_meta_registrations.py")
                                    for f in meta_files)
+n_python_meta_over_cpp = sum(
+    f is not None and f.endswith(".py")
+    and re.search(r"^Meta \(inactive\): registered at \S+\.cpp", torch._C._dispatch_dump(n), re.M) is not None
+    for n, f in zip([n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")], meta_files))
+glibc_allocator = (platform.libc_ver()[0] == "glibc"
+                   and not any(a in os.environ.get("LD_PRELOAD", "") for a in ("jemalloc", "tcmalloc", "mimalloc")))
 meta_largest_ms = meta[largest]
 cpu_largest_ms = cpu[cpu_widths[-1]]
 cpu_largest_mib = n_params[cpu_widths[-1]] * 4 / 2**20
@@ -216,7 +227,9 @@ print(f"  and runs {python_calls_meta_linear} Python functions: {python_calls_in
       + ", ".join(f"{f} {c}" for f, c in python_seen.most_common(8)))
 print(f"{n_python_meta_kernels:,} of the {n_meta_kernels:,} aten operators with a kernel at Meta "
       f"have one written in Python, {n_meta_registrations_kernels:,} of them from "
-      f"torch/_meta_registrations.py")
+      f"torch/_meta_registrations.py; {n_python_meta_over_cpp:,} of the Python ones stand in front of "
+      f"a C++ Meta kernel that is still registered, inactive")
+print(f"glibc's allocator: {glibc_allocator}")
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 ax.loglog([n_params[w] * 4 for w in cpu_widths], [cpu[w] for w in cpu_widths], "o-", color="C0",

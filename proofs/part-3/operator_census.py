@@ -9,8 +9,9 @@ entries and the extra variants its "autogen:" lines ask for, and reads the templ
 generator fills (torchgen/packaged/ATen/templates/RegisterSchema.cpp). It then compares the dispatcher
 with TorchScript's own operator registry (private torch._C._jit_get_all_schemas), schema by
 schema, as text: TorchScript holds every dispatcher operator with the same schema, plus its
-own overloads, mostly for ints, floats, strings and lists
-(torch/csrc/jit/runtime/register_prim_ops.cpp), which the dispatcher never sees. The listener
+own overloads, mostly for ints, floats, strings and lists (registered in files such as
+torch/csrc/jit/runtime/register_prim_ops.cpp: the script does not read where each one was
+registered), which the dispatcher never sees. The listener
 that copies them (torch/csrc/jit/runtime/register_c10_ops.cpp) skips aten::backward, which
 TorchScript defines by hand; the script checks whether the dispatcher holds such an operator
 at all. The private functions are used as they are: if a later torch drops them, the script
