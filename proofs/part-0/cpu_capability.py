@@ -10,8 +10,9 @@ kernel's arithmetic shows), 15 rounds of 20 calls after a warm-up, taking turns 
 plain-Python loop, each timed as the CPU time of the calling thread (time.thread_time_ns); times
 are minima, and each comparison between processes uses the median ratio of an operator's time to
 that loop's, so that a busier moment in one process cancels. On an AVX512 CPU, most kernels have
-no AVX512 build (their slot is empty) and run their AVX2 one, so asking for AVX2 changes nothing
-for them; sigmoid has one. A last process sets the variable only after `import torch` and times
+no AVX512 build (their slot is empty) and run their AVX2 one, so asking for AVX2 runs the same
+loop for them (its time can still move by a fifth or so either way: other code on the call's path
+is built per level too); sigmoid has an AVX512 build. A last process sets the variable only after `import torch` and times
 torch.maximum: the variable is read at the first call that needs it, not at import, so that
 process runs the DEFAULT kernel.
 """
@@ -114,8 +115,8 @@ for op in OPS:
     cells = "".join(f"{run['us'][op]:>18.1f}" for run in runs.values())
     print(f"{op:<9}{cells}{slower(baseline, op):>12.1f}x")
 if pick_is_avx512:
-    print(f"AVX2 over AVX512: maximum {maximum_avx2_over_avx512:.2f}x (no AVX512 build: the AVX2 one "
-          f"runs either way), sigmoid {sigmoid_avx2_over_avx512:.2f}x (it has one)")
+    print(f"AVX2 over AVX512: maximum {maximum_avx2_over_avx512:.2f}x (no AVX512 build: its AVX2 loop "
+          f"runs either way; other code on the path is built per level), sigmoid {sigmoid_avx2_over_avx512:.2f}x (it has one)")
 print(f"ATEN_CPU_CAPABILITY=default set after `import torch`: maximum took {late['us']['maximum']:.1f} µs, "
       f"{late_vs_own:.0f}x slower than torch's own pick; get_cpu_capability() -> {late_capability}")
 print("(ratios: each time in units of a plain-Python loop timed beside it in the same process)")

@@ -5,9 +5,10 @@ thread-local include and exclude sets, then applies the dispatcher's rule to a +
 highest-priority key of ((tensor keys | include) - exclude) & the operator's non-fallthrough
 keys (aten/src/ATen/core/dispatch/DispatchKeyExtractor.h), where the private
 torch._C._dispatch_dump_table says which of aten::add's keys are fallthroughs. What the rule
-says ran is then observed where it leaves a trace: the in-place add bumps the version counter
-(ADInplaceOrView's kernel), an input that requires grad gets its result a grad_fn (the autograd
-kernel). The figure orders keys by priority. The private APIs are used as they are: if a later
+says ran is then observed where it leaves a trace: the in-place add bumps the version counter,
+and with ADInplaceOrView excluded (the private torch._C._ExcludeDispatchKeyGuard) it does not, so
+that key's kernel is what bumps it; an input that requires grad gets its result a grad_fn (the
+autograd kernel). The figure orders keys by priority. The private APIs are used as they are: if a later
 torch moves them, this script fails rather than print something else.
 """
 import torch
@@ -86,15 +87,19 @@ add_fallthroughs = ", ".join(k for k in reversed(names(plain | include_default))
 add_runs = ", ".join(kernels_run("aten::add.Tensor", plain, include_default, exclude_default))
 add_inplace_runs = ", ".join(kernels_run("aten::add_.Tensor", plain, include_default, exclude_default))
 
-# What those kernels leave behind, observed. ADInplaceOrView's kernel for add_ bumps the
-# version counter (the private _version); the autograd kernel records a node (grad_fn) when an
-# input requires grad.
+# What those kernels leave behind, observed. add_ bumps the version counter (the private
+# _version); with ADInplaceOrView excluded it does not, so that key's kernel is what bumps it.
+# The autograd kernel records a node (grad_fn) when an input requires grad.
 a, b = torch.randn(4), torch.randn(4)
-version_before = a._version
 c = a + b
-plus_bumped_version = a._version != version_before or c._version != 0
+version_before = a._version
 a.add_(b)
 inplace_bumped_version = a._version == version_before + 1
+no_view_key = torch._C.DispatchKeySet(torch._C.DispatchKey.ADInplaceOrView)
+version_before = a._version
+with torch._C._ExcludeDispatchKeyGuard(no_view_key):  # private: torch._C._*
+    a.add_(b)
+bumped_without_view_key = a._version != version_before
 g = torch.randn(4, requires_grad=True)
 autograd_recorded = (g + b).grad_fn is not None and c.grad_fn is None
 
@@ -110,8 +115,8 @@ print(f"thread-local exclude set (always removed): {n_excluded_default} keys, al
 print(f"a + b on plain tensors: the mask drops the fallthroughs {add_fallthroughs};")
 print(f"  kernels reached, in order: {add_runs}")
 print(f"a.add_(b): kernels reached, in order: {add_inplace_runs}")
-print(f"a + b bumped a version counter: {plus_bumped_version}; "
-      f"a.add_(b) bumped a's (ADInplaceOrView ran): {inplace_bumped_version}")
+print(f"a.add_(b) bumped a's version counter: {inplace_bumped_version}; "
+      f"with ADInplaceOrView excluded it bumped it: {bumped_without_view_key}")
 print(f"with an input that requires grad, a + b recorded a node (AutogradCPU ran): {autograd_recorded}")
 
 # One set holding every key seen: its string lists keys in priority order (lowest first).

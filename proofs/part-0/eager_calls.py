@@ -7,9 +7,8 @@ should take 1000 times the two tolls; the proof prints that prediction beside th
 Method: timeit, timing the CPU time of the calling thread (time.thread_time), which on one
 intra-op thread holds all of the call's work while leaving out moments when another program has
 the core; one warm-up, then 9 rounds in which every variant is timed once, in turn; each time is
-the minimum over the rounds, each ratio the median of the ratios within a round (a machine that
-slows down meanwhile slows both sides alike). Per-call times include timeit's own loop, a few
-ns. One intra-op thread.
+the minimum over the rounds, and the ratios the page reads are of those printed times. Per-call
+times include timeit's own loop, a few ns. One intra-op thread.
 """
 import statistics
 import time
@@ -73,13 +72,12 @@ index_ns = best("index") * 1e9
 step_add_ns = best("step_add") * 1e9
 float_add_ns = best("float_add") * 1e9
 torch_add_ns = best("torch_add") * 1e9
-loop_vs_sum = ratio("loop", "vsum")
+loop_vs_sum = loop_us / vsum_us
 loop_vs_pysum = ratio("loop", "pysum")
 add_ratio = ratio("torch_add", "float_add")
 # The prediction: 1000 steps, each one v[i] and one add, at their tolls.
 predicted_loop_us = 1000 * (index_ns + step_add_ns) / 1e3
-loop_over_predicted = statistics.median(
-    loop / (1000 * (index + add)) for loop, index, add in zip(rounds["loop"], rounds["index"], rounds["step_add"]))
+loop_over_predicted = loop_us / predicted_loop_us
 
 print(f"Summing 1000 float32 values (min of {ROUNDS} rounds after a warm-up, 1 thread):")
 print(f"  Python loop, s = s + v[i]  {loop_us:9.1f} µs")

@@ -7,15 +7,23 @@ state on the first), what reached each floor:
   2  Python functions that ran inside torch's own .py files (sys.setprofile);
   3  calls at torch's API, as a TorchFunctionMode sees them (torch.overrides);
   4  operators the dispatcher ran, as a TorchDispatchMode sees them (torch.utils._python_dispatch,
-     an underscore module documented for extending PyTorch);
+     an underscore module documented for extending PyTorch), leaving out the profiler's own
+     markers (profiler::_record_function_enter_new/_exit, which Optimizer.step and zero_grad
+     call so that a profile shows them by name). Watching changes one count: where autograd
+     saves an output (relu's, in the forward line), the saved copy is made through the active
+     dispatch mode, which sees it as one aten::detach that an unwatched step does not run;
   5  autograd nodes: recorded by a forward line, run by backward (a pre-hook on every node);
   6  operators that ran a kernel over data (views left out: OpOverload.is_view);
   7  fresh memory: storage that the line's operators created;
   8  values copied from a tensor into Python (aten::_local_scalar_dense, what .item() runs):
-     where the tensor lives on a GPU, the points where Python waits for the device.
+     where the tensor lives on a GPU, the points where Python waits for the device. Here all
+     tensors are on the CPU; Adam's single-tensor loop reads each parameter's step count this
+     way (torch/optim/optimizer.py, _get_value), which on a GPU it keeps on the CPU.
 Floor 2 is counted on the next step with no mode active (a mode runs Python of its own). Then
 it times each line: the CPU time of the calling thread (time.thread_time_ns) around each line,
-on one intra-op thread, median over 200 steps after 20 warm-up steps.
+on one intra-op thread, median over 200 steps after 20 warm-up steps. Beside the lines, in the
+same loop and on the same clock, it times 100 one-element a + b calls, the toll of one operator
+call, and prices optimizer.step()'s operators at that toll: the rest of the line is Python.
 """
 import os
 import statistics
@@ -167,7 +175,8 @@ for name in LINES:
         nodes, recorded = len(now - recorded), recorded | now
     else:
         nodes = 0
-    counts[name] = {1: 1, 3: api.count, 4: len(operators.ops), 5: nodes,
+    counts[name] = {1: 1, 3: api.count, 4: sum(op.namespace != "profiler" for op in operators.ops),
+                    5: nodes,
                     6: sum(not op.is_view and op.namespace != "profiler" for op in operators.ops),
                     7: operators.fresh_bytes,
                     8: sum(op.__name__ == "_local_scalar_dense.default" for op in operators.ops)}
@@ -178,13 +187,22 @@ for name in LINES:  # floor 2 on the next step, with no mode active
 WARMUP, STEPS = 20, 200
 clock = time.thread_time_ns
 times = {name: [] for name in LINES}
+toll_a, toll_b = torch.ones(1), torch.ones(1)
+TOLL_CALLS = 100
+tolls = []
 for i in range(WARMUP + STEPS):
     for name in LINES:
         t0 = clock()
         run_line(name)
         if i >= WARMUP:
             times[name].append((clock() - t0) / 1e3)
+    t0 = clock()
+    for _ in range(TOLL_CALLS):
+        toll_a + toll_b
+    if i >= WARMUP:
+        tolls.append((clock() - t0) / TOLL_CALLS)
 us = {name: statistics.median(t) for name, t in times.items()}
+toll_ns = statistics.median(tolls)
 whole_step_us = statistics.median(sum(ts) for ts in zip(*times.values()))
 
 floors = {name: ", ".join(str(f) for f in range(1, 9) if counts[name][f] > 0) for name in LINES}
@@ -196,6 +214,12 @@ optim_step_floors, optim_step_us, optim_step_ops = floors["optim_step"], us["opt
 zero_grad_floors, zero_grad_us, zero_grad_ops = floors["zero_grad"], us["zero_grad"], counts["zero_grad"][4]
 item_floors, item_us, item_ops = floors["item"], us["item"], counts["item"][4]
 whole_step_ops = sum(counts[name][4] for name in LINES)
+backward_nodes = counts["backward"][5]
+optim_step_py_calls = counts["optim_step"][2]
+optim_step_items = counts["optim_step"][8]
+# optimizer.step() priced as its operators at one a + b toll each; the rest is Python.
+optim_tolls_us = optim_step_ops * toll_ns / 1e3
+optim_toll_share = optim_tolls_us / optim_step_us
 
 print(f"Figure 1's step, line by line: counts on one step, times on one thread "
       f"(median over {STEPS} steps after {WARMUP})")
@@ -208,6 +232,9 @@ for name, line in LINES.items():
 print("floors: 1 line, 2 Python functions in torch, 3 API calls, 4 operators, 5 autograd nodes,")
 print("        6 kernels over data, 7 fresh KiB, 8 values copied to Python")
 print(f"whole step: {whole_step_us:,.0f} µs, {whole_step_ops} operators")
+print(f"one a + b on 1 element, timed in the same loop: {toll_ns:,.0f} ns; optimizer.step()'s "
+      f"{optim_step_ops} operators at that toll: {optim_tolls_us:,.0f} µs of its {optim_step_us:,.0f} µs "
+      f"({optim_toll_share:.0%}); the rest is Python ({optim_step_py_calls} function calls in torch)")
 
 fig, (grid, bars) = plt.subplots(1, 2, figsize=(8, 3.6), width_ratios=[3, 2], sharey=True,
                                  layout="constrained")

@@ -2,8 +2,8 @@
 
 Every timing on the site depends on the processor, its vector units, the thread count
 and the torch build; this stamp records them for the build that ran the proofs. The CPU's
-vector features come from /proc/cpuinfo (Linux; elsewhere "unknown"), the BLAS library and the
-kernels' vector level from torch itself.
+vector features come from /proc/cpuinfo (Linux; elsewhere "unknown"), the BLAS library from the
+BLAS_INFO line of torch.__config__.show(), and the kernels' vector level from torch itself.
 """
 import os
 import platform
@@ -68,7 +68,11 @@ def vector_features():
 
 
 cpu_features = vector_features()
-blas = "MKL" if torch.backends.mkl.is_available() else "another BLAS (see torch.__config__.show())"
+# The BLAS that torch's matrix products call, as the build's configuration names it (BLAS_INFO).
+blas_info = next((part.split("=", 1)[1] for part in torch.__config__.show().replace(",", " ").split()
+                  if part.startswith("BLAS_INFO=")), "")
+blas = {"mkl": "MKL", "open": "OpenBLAS", "openblas": "OpenBLAS", "accelerate": "Accelerate"}.get(
+    blas_info.lower(), blas_info or "not named by torch.__config__.show()")
 
 rows = [("machine", machine), ("architecture", arch), ("logical cores", cores),
         ("OS", os_name), ("Python", python), ("torch", torch_version),

@@ -2,10 +2,14 @@
 
 Method: walk the installed torch package and add up file sizes on disk (os.path.getsize).
 Shared libraries are the .so / .dylib / .dll / .pyd files; Python source is every .py file.
-Compiled code is not all PyTorch's own: where torch.__config__.show() names MKL and the
-package holds no MKL library of its own, MKL was linked into libtorch_cpu (mkl_linked_in).
+Compiled code is not all PyTorch's own: where torch.__config__.show() names MKL as the build's
+BLAS (BLAS_INFO=mkl) and the package holds no MKL library of its own, MKL was linked into
+libtorch_cpu (mkl_linked_in). PyPI's x86-64 Linux wheels are built that way; other wheels
+(arm64, macOS) use another BLAS, so the page's sentence is guarded by x86_64 and linux.
 """
 import os
+import platform
+import sys
 
 import matplotlib.pyplot as plt
 import torch
@@ -64,7 +68,9 @@ py_mib = py_bytes / MIB
 stub_fraction = stub_bytes / compiled_bytes
 randn_type = type(torch.randn).__name__
 config = torch.__config__.show()
-mkl_linked_in = "Math Kernel Library" in config and not any("mkl" in os.path.basename(p).lower()
+x86_64 = platform.machine().lower() in ("x86_64", "amd64")
+linux = sys.platform.startswith("linux")
+mkl_linked_in = "BLAS_INFO=mkl" in config and not any("mkl" in os.path.basename(p).lower()
                                                             for p in libs)
 onednn_in_build = "MKL-DNN" in config or "oneDNN" in config
 py_share = py_bytes / compiled_bytes

@@ -1,4 +1,4 @@
-"""The same `a + b` on 1 element and on 4M elements: a fixed toll, then arithmetic.
+"""The same `a + b` on 1 element and on 4M elements: on one element the toll is the call; on 4M it is lost in the arithmetic.
 
 Method: the same expression on float32 CPU tensors of 1 and 4*1024*1024 elements, in one
 process, on one intra-op thread; timeit, timing the CPU time of the calling thread

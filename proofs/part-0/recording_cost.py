@@ -8,8 +8,11 @@ and each comparison with plain tensors is the median of the per-round ratios (a 
 plain tensors timed moments apart), so a machine that slows down or speeds up meanwhile moves
 both sides alike. Times are the CPU time of the calling thread (time.thread_time_ns), which on
 one intra-op thread holds all of the call's work while leaving out moments when another program
-has the core (torch is held to one intra-op thread). Then counts the graph nodes that 100
-iterations of `h = h * 1.01 + 0.1` leave behind.
+has the core (torch is held to one intra-op thread). Which contexts take autograd's key out of
+play is read directly, from the thread-local exclude set (the private
+torch._C._dispatch_tls_is_dispatch_key_excluded): no_grad leaves it alone, so the autograd
+kernel still runs and finds grad mode off; inference_mode excludes it. Then counts the graph
+nodes that 100 iterations of `h = h * 1.01 + 0.1` leave behind.
 """
 import statistics
 import time
@@ -87,6 +90,12 @@ inference_vs_plain = vs_plain("requires_grad, inference_mode()")
 record_overhead_ns = grad_ns - plain_ns
 record_overhead_pct = 100 * record_overhead_ns / plain_ns
 
+AUTOGRAD_KEY = torch._C.DispatchKey.AutogradFunctionality  # private: torch._C.*
+with torch.no_grad():
+    no_grad_excludes_autograd = torch._C._dispatch_tls_is_dispatch_key_excluded(AUTOGRAD_KEY)
+with torch.inference_mode():
+    inference_excludes_autograd = torch._C._dispatch_tls_is_dispatch_key_excluded(AUTOGRAD_KEY)
+
 LOOP_STEPS = 100
 h = torch.randn(1, requires_grad=True)
 for _ in range(LOOP_STEPS):
@@ -102,7 +111,7 @@ for name, ns in best.items():
     print(f"  {name:32s} {ns:7.0f}{ratio}")
 print(f"recording (a MulBackward0 node, its edges, the saved tensor, the result's history) costs "
       f"{record_overhead_ns:.0f} ns (+{record_overhead_pct:.0f}% over plain)")
-print("no_grad() still runs the autograd kernel, which records nothing;"
-      " inference_mode() skips it")
+print(f"autograd's key in the thread-local exclude set: under no_grad() {no_grad_excludes_autograd}"
+      f" (its kernel runs and records nothing), under inference_mode() {inference_excludes_autograd}")
 print(f"{LOOP_STEPS} iterations of h = h * 1.01 + 0.1 leave {loop_nodes} graph nodes:")
 print("  " + ", ".join(f"{n} {name}" for name, n in sorted(node_counts.items())))

@@ -12,7 +12,8 @@ much faster per element the same add runs when it need not wait for memory); and
 probe, an add with alpha = 3.3 on 64 elements chosen so that rounding once (the fused float32
 result) and rounding twice (alpha * other rounded to bfloat16, then the sum) give different
 answers. Then the same 16 MiB copy done contiguously (what m.clone() does) and through a
-transpose (what m.t().contiguous() does, strided reads), both into a preallocated matrix so that
+transpose (what m.t().contiguous() does: ATen copies a transposed matrix block by block through
+a small buffer, which still reads memory out of order), both into a preallocated matrix so that
 only the access pattern differs. Reads the CPU's features from /proc/cpuinfo (Linux; elsewhere
 they read False). Method: the adds take turns, round after round (9 rounds after a warm-up, each
 the mean of 2 calls; 9 rounds of 50 calls in cache), and so do the two copies; each time is the
@@ -166,8 +167,8 @@ print()
 print(f"copy of a 2048x2048 float32 matrix ({m.numel() * 4 / 2**20:.0f} MiB) into a "
       f"preallocated one, min of {REPS} rounds, taking turns:")
 print(f"  out.copy_(m)      {contiguous_us:8.0f} µs  (contiguous reads, as m.clone())")
-print(f"  out.copy_(m.t())  {transposed_us:8.0f} µs  (strided reads, as m.t().contiguous())")
-print(f"  same bytes, {transpose_ratio:.1f}x the time when the access pattern is strided")
+print(f"  out.copy_(m.t())  {transposed_us:8.0f} µs  (a transpose, in blocks, as m.t().contiguous())")
+print(f"  same bytes, {transpose_ratio:.1f}x the time when the copy transposes")
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.4), width_ratios=[3, 2])
 max_mib = max(moved.values()) / 2**20

@@ -1,13 +1,15 @@
 """On a GPU a call returns when its work is queued; on a CPU, when it is done: the host's and the device's clocks.
 
-Matrix products of float32 matrices of 512, 1024 and 2048 rows on the best available device
-(cuda, then mps, then cpu). Each run records two times from the same start: when the call
+Matrix products of float32 matrices on the best available device (cuda, then mps, then cpu):
+512, 1024 and 2048 rows on a CPU, 2048, 4096 and 8192 on a GPU (a fast GPU finishes a
+2048-row product in about the time a launch takes, which would hide the two clocks). Each run records two times from the same start: when the call
 returned to Python, and when the result was ready (after the device's synchronize(); on the
 CPU there is no queue and nothing to wait for, so the two are read one after the other). A
 product of twice the size is eight times the arithmetic: if the call does the work before it
 returns, the time to return grows about eightfold from one size to the next; if it only
 queues the work, it stays flat while the time to ready grows. Median of 5 runs after a
-warm-up; threads are left at torch's default.
+warm-up. On a CPU torch is held to one intra-op thread, so that a second core shared with
+another program does not bend the growth; on a GPU threads are left at torch's default.
 """
 import statistics
 import time
@@ -21,9 +23,11 @@ elif torch.backends.mps.is_available():
     device, sync = "mps", torch.mps.synchronize
 else:
     device, sync = "cpu", lambda: None  # nothing is queued: the call itself did the work
+    torch.set_num_threads(1)  # one core: steady growth (see docstring)
 on_cpu = device == "cpu"
 on_gpu = not on_cpu
-SIZES = [512, 1024, 2048]
+device_words = {"cuda": "a CUDA GPU", "mps": "an Apple GPU", "cpu": "the CPU"}[device]
+SIZES = [512, 1024, 2048] if on_cpu else [2048, 4096, 8192]
 RUNS = 5
 torch.manual_seed(0)
 

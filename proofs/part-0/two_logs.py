@@ -73,6 +73,8 @@ dispatch_log_no_grad = ", ".join(short(op) for _, ops in calls_no_grad for op in
 n_function_calls = len(calls)
 n_aten_calls = len(aten_ops)
 add_schema = str(torch.ops.aten.add.Tensor._schema)
+# The detach appears only when something requires grad: it is autograd saving relu's output.
+detach_only_with_grad = "detach" in dispatch_log.split(", ") and "detach" not in dispatch_log_no_grad.split(", ")
 
 
 def cpu_kernel_from(op_name):
@@ -94,7 +96,7 @@ print(f"  {'TorchFunctionMode (Python API)':32s}TorchDispatchMode (ATen)")
 for name, ops in calls:
     print(f"  {name:30s}->  {', '.join(str(op) for op in ops)}")
 print(f"{n_function_calls} Python calls, {n_aten_calls} ATen calls: linear is composite (t + mm);")
-print("  detach is autograd saving relu's output for backward")
+print("  detach: autograd saving relu's output for backward; the saved copy goes through the mode")
 print(f"same code, nothing requires grad: {dispatch_log_no_grad}")
 print(f"schema: {add_schema}")
 print("where each operator's CPU kernel was registered (the file, from the dispatch table):")
