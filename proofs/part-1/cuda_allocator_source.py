@@ -9,14 +9,20 @@ requests on an empty cache: 500 bytes, 3 MiB and 100,000,000 bytes. For each it 
 rounded block, the pool, the segment the allocator would ask the driver for, whether the block
 is split, and what memory_allocated() and memory_reserved() would grow by. These numbers are
 worked out, not measured. Where a GPU is usable, it then makes the three requests for real and
-compares what memory_allocated() and memory_reserved() report with the worked numbers. Last,
-it reads, in the body of CUDAAllocatorConfig::instance(), which environment variable the CUDA
-settings come from and in which order, and in the comment of c10/core/AllocatorConfig.h which
-one the device-generic settings take as primary.
+compares what memory_allocated() and memory_reserved() report with the worked numbers. It also
+works one case of fragmentation through the rules (and makes it on a GPU), and it
+draws the three segments, the block each request took and what stays cached. Last, it reads, in
+the body of CUDAAllocatorConfig::instance(), which environment variable the CUDA-only settings
+come from and in which order, and it observes which one the device-generic settings (among them
+max_split_size_mb and expandable_segments) take when both are set: three fresh processes set one,
+the other, or both, and print the settings torch parsed.
 """
 import os
 import re
+import subprocess
+import sys
 
+import matplotlib.pyplot as plt
 import torch
 
 INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")
@@ -77,6 +83,18 @@ large_rest_mib = (large["segment"] - large["block"]) / 2**20
 large_block_bytes = large["block"]
 large_split_min_mib = kSmallSize / 2**20  # the large pool splits a block only if more than this is left
 
+# Fragmentation, worked through the same rules: four tensors of a quarter segment each fill one
+# large segment; freeing the first and the third leaves two free pieces that are not neighbours
+# (free blocks merge only with free neighbours), so a request one MiB larger than a piece fits
+# neither and takes a new segment.
+frag_tensor_mib = large_segment_mib / 4
+frag_request_mib = frag_tensor_mib + 1
+frag_free_mib = 2 * frag_tensor_mib
+frag_new_segment_mib = request(int(frag_request_mib * 2**20))["segment"] / 2**20
+print(f"fragmentation: four {frag_tensor_mib:g} MiB tensors in one {large_segment_mib:g} MiB segment, the first and "
+      f"third freed: {frag_free_mib:g} MiB free in two pieces; a {frag_request_mib:g} MiB request takes a new "
+      f"{frag_new_segment_mib:g} MiB segment")
+
 # Which environment variable the CUDA settings come from: the body of instance(), outside ROCm.
 cuda_config_h = header("c10", "cuda", "CUDAAllocatorConfig.h")
 instance = cuda_config_h[cuda_config_h.index("static CUDAAllocatorConfig& instance()"):]
@@ -86,12 +104,27 @@ lookups = [(m[2], m[1] is not None) for m in re.finditer(
 cuda_conf_first = lookups == [("PYTORCH_CUDA_ALLOC_CONF", False), ("PYTORCH_ALLOC_CONF", True)]
 print("CUDAAllocatorConfig::instance() reads " + ", then ".join(
     f"{name}{' if that is unset' if fallback else ''}" for name, fallback in lookups))
-# The device-generic settings (c10/core/AllocatorConfig.h) document the other order, in a comment.
+# The device-generic settings (max_split_size_mb, expandable_segments, ...) are parsed by
+# c10/core/AllocatorConfig.h. Which variable wins when both are set is observed, not read: fresh
+# processes with one, the other or both set print the settings torch parsed (a CPU wheel has them too).
+PROBE = "import torch; print(torch._C._accelerator_getAllocatorSettings())"
+
+
+def generic_settings(**variables):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
+    return subprocess.run([sys.executable, "-c", PROBE], env=dict(env, **variables),
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+only_cuda = generic_settings(PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:40")
+only_generic = generic_settings(PYTORCH_ALLOC_CONF="max_split_size_mb:80")
+both_set = generic_settings(PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:40", PYTORCH_ALLOC_CONF="max_split_size_mb:80")
+either_read = only_cuda == "max_split_size_mb:40" and only_generic == "max_split_size_mb:80"
+cuda_conf_wins = both_set == "max_split_size_mb:40"
+print(f"device-generic settings parsed: PYTORCH_CUDA_ALLOC_CONF alone -> {only_cuda!r}; "
+      f"PYTORCH_ALLOC_CONF alone -> {only_generic!r}; both -> {both_set!r}")
 generic_doc = re.search(r"primary environment variable for configuration is `(\w+)`", config_h)
-generic_prefers_alloc_conf = (generic_doc is not None and generic_doc[1] == "PYTORCH_ALLOC_CONF"
-                              and "`PYTORCH_CUDA_ALLOC_CONF` is also supported" in config_h)
-print(f"c10/core/AllocatorConfig.h, device-generic settings: primary {generic_doc[1] if generic_doc else '?'}, "
-      f"PYTORCH_CUDA_ALLOC_CONF with lower priority: {generic_prefers_alloc_conf}")
+print("the comment in c10/core/AllocatorConfig.h names as primary: " + (generic_doc[1] if generic_doc else "none"))
 python_api = [f"torch.cuda.{n}" for n in ("memory_allocated", "memory_reserved", "empty_cache", "memory_summary")
               if callable(getattr(torch.cuda, n, None))]
 python_api += [f"torch.cuda.memory.{n}" for n in ("_record_memory_history", "_dump_snapshot")
@@ -101,6 +134,9 @@ print("Python functions that report the cache: " + ", ".join(python_api))
 # Where a GPU is usable, the same three requests are made for real, on an empty cache, and
 # memory_allocated() and memory_reserved() are read after each: they should grow as the rules say.
 cuda = torch.cuda.is_available()
+# The worked numbers assume the default settings: the comparison means something only where
+# neither variable is set in this environment.
+alloc_conf_unset = not (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF"))
 measured = {}
 if cuda:
     torch.cuda.empty_cache()
@@ -111,9 +147,44 @@ if cuda:
         measured[name] = (torch.cuda.memory_allocated() - allocated0, torch.cuda.memory_reserved() - reserved0)
     del held
     torch.cuda.empty_cache()
+    pieces = [torch.empty(int(frag_tensor_mib * 2**20), dtype=torch.uint8, device="cuda") for _ in range(4)]
+    del pieces[2], pieces[0]
+    reserved0 = torch.cuda.memory_reserved()
+    extra = torch.empty(int(frag_request_mib * 2**20), dtype=torch.uint8, device="cuda")
+    frag_reserved_grew_mib = (torch.cuda.memory_reserved() - reserved0) / 2**20
+    del extra, pieces
+    torch.cuda.empty_cache()
+    print(f"on this GPU, the {frag_request_mib:g} MiB request after the two frees: memory_reserved grew by "
+          f"{frag_reserved_grew_mib:g} MiB")
     for name, (allocated, reserved) in measured.items():
         print(f"on this GPU, {name}: memory_allocated grew by {allocated:,}, memory_reserved by {reserved:,}")
-gpu_matches_rules = cuda and all(measured[name] == (worked[name]["allocated"], worked[name]["reserved"])
-                                 for name in REQUESTS)
+gpu_matches_rules = cuda and alloc_conf_unset and all(measured[name] == (worked[name]["allocated"], worked[name]["reserved"])
+                                 for name in REQUESTS) and frag_reserved_grew_mib == frag_new_segment_mib
+print(f"settings left at their defaults: {alloc_conf_unset}")
 print(f"a usable GPU: {cuda}; the rules above matched what it reported: "
       f"{gpu_matches_rules if cuda else 'not measured'}")
+
+# The figure: each request's segment as a bar, the block it took, and the part that stays cached.
+
+fig, axes = plt.subplots(3, 1, figsize=(8, 3.6), constrained_layout=True)
+for ax, (name, w) in zip(axes, worked.items()):
+    seg = w["segment"]
+    taken = w["allocated"] / seg
+    shown = max(taken, 0.006)  # a 512-byte block in a 2 MiB segment would be invisible at scale
+    ax.barh(0, shown, color="#d9822b", height=0.6)
+    ax.barh(0, 1 - shown, left=shown, color="#9bbbd4", height=0.6)
+    ax.set_xlim(0, 1)
+    ax.set_yticks([])
+    ax.set_xticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    if w["split"]:
+        label = (f"{name}: {w['pool']} pool, a {seg / 2**20:.0f} MiB segment; the block takes {w['block']:,} bytes, "
+                 f"the other {w['cached_free'] / 2**20:.1f} MiB stay cached")
+    else:
+        label = (f"{name}: {w['pool']} pool, a {seg / 2**20:.0f} MiB segment; {(seg - w['block']) / 2**20:.1f} MiB "
+                 f"left is too little to split: the block is the whole segment")
+    ax.set_title(label, fontsize=8.5, loc="left")
+fig.suptitle("Three requests on an empty cache (orange: allocated; blue: cached, free; not to scale under 1%)",
+             fontsize=9.5)
+plt.show()

@@ -6,7 +6,8 @@ exponents of the largest and the smallest normal value and the bits of fraction,
 what range and how many digits a format has. It then converts
 a 1 MiB float32 tensor to other dtypes and measures the new storage each time, and
 reinterprets the same bytes with view(dtype) and view_as_real, which allocate nothing; a
-view to a dtype of another size is tried on a transposed tensor, whose last stride is not 1.
+view to a dtype of another size is tried on a transposed tensor, whose last stride is not 1,
+and, as float64, on a float32 tensor of five elements and on one whose storage offset is odd.
 """
 import math
 
@@ -84,3 +85,18 @@ same_size_view_works = transposed.view(torch.int32).data_ptr() == transposed.dat
 view_dtype_needs_unit_stride = "stride(-1) must be 1" in resize_view_error and same_size_view_works
 print(f"torch.rand(4, 4).t().view(torch.uint8) raises: {resize_view_error}")
 print(f"torch.rand(4, 4).t().view(torch.int32), a dtype of the same size, works: {same_size_view_works}")
+
+# Viewing as a wider dtype also needs the last size and the storage offset to divide by the ratio.
+def refused(make, what):
+    try:
+        make()
+    except RuntimeError as err:
+        print(f"float32 -> float64 view with an odd {what} raises: {str(err).splitlines()[0][:100]}")
+        return True
+    print(f"float32 -> float64 view with an odd {what}: worked")
+    return False
+
+
+odd_size_refused = refused(lambda: torch.zeros(5).view(torch.float64), "last size")
+odd_offset_refused = refused(lambda: torch.zeros(4)[1:3].view(torch.float64), "storage offset")
+view_dtype_needs_divisible = odd_size_refused and odd_offset_refused

@@ -7,7 +7,9 @@ address modulo the page size, whether the kernel's flags for its mapping (/proc/
 VmFlags) include "hg", the mark madvise(MADV_HUGEPAGE) leaves, and the page faults its first
 write took (getrusage's ru_minflt). The threshold of 2 MiB is read from the shipped header
 c10/core/alignment.h. A huge page needs a whole 2 MiB-aligned range inside the block, so a block
-of exactly 2 MiB, aligned to a page but not to 2 MiB, usually gains nothing. It also reports the kernel's
+of exactly 2 MiB, aligned to a page but not to 2 MiB, usually gains nothing; for the 64 MiB block
+it predicts the faults from the block's address (one per whole 2 MiB-aligned range inside it,
+plus one per ordinary page in the head and tail around them) and compares. It also reports the kernel's
 settings: the global one, any size set to "always" (kernels with multi-size huge pages), and
 whether the kernel compacts memory for a region that asked (defrag), without which a busy
 machine may have no huge page to give. Linux only: it reads /proc and /sys, and says so where
@@ -95,7 +97,7 @@ for mib in (2, 4, 16, 64):
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t.fill_(1.0)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-    rows.append([mib, t.data_ptr() % page, "hg" in vmflags(t.data_ptr()), faults])
+    rows.append([mib, t.data_ptr() % page, "hg" in vmflags(t.data_ptr()), faults, t.data_ptr(), page])
     del t
 print(json.dumps(rows))
 """
@@ -112,14 +114,39 @@ print(f"{platform.machine()}, C library {libc_name or 'not glibc'}; transparent 
       f"PyTorch's threshold (c10/core/alignment.h): {thp_threshold_mib} MiB")
 print(f"{'':<30}{'block':>8}{'address mod page':>18}{'marked hg':>11}{'faults':>8}")
 for setting, rows in results.items():
-    for mib, offset, marked, faults in rows:
+    for mib, offset, marked, faults, _, _ in rows:
         print(f"{'THP_MEM_ALLOC_ENABLE=1' if setting else 'without it':<30}{mib:>4} MiB{offset:>18}{str(marked):>11}"
               f"{faults:>8,}")
-thp_aligned = bool(results) and all(offset == 0 for _, offset, _, _ in results[True])
-thp_marked = bool(results) and all(marked for _, _, marked, _ in results[True])
-plain_marked = any(marked for _, _, marked, _ in results.get(False, []))
+thp_aligned = bool(results) and all(row[1] == 0 for row in results[True])
+thp_marked = bool(results) and all(row[2] for row in results[True])
+plain_marked = any(row[2] for row in results.get(False, []))
 thp_faults_64 = results[True][-1][3] if results else 0
 plain_faults_64 = results[False][-1][3] if results else 0
 thp_over_plain_faults = thp_faults_64 / max(plain_faults_64, 1)
 print(f"64 MiB written once: {thp_faults_64:,} faults with the variable, {plain_faults_64:,} without "
       f"({thp_over_plain_faults:.3f} as many)")
+
+# The block is aligned to a page, not to 2 MiB. Predict its faults with the variable: one per whole
+# 2 MiB-aligned range inside the block, plus one per ordinary page in the head and tail outside them.
+HUGE = 2 * 2**20
+
+
+def predicted_faults(mib, address, page):
+    start, end = address, address + mib * 2**20
+    first, last = -(-start // HUGE) * HUGE, end // HUGE * HUGE
+    huge = max(0, (last - first) // HUGE)
+    ends = (mib * 2**20 - huge * HUGE) // page
+    return huge, ends
+
+
+thp_huge_64, thp_ends_64 = predicted_faults(64, *results[True][-1][4:6]) if results else (0, 0)
+thp_predicted_64 = thp_huge_64 + thp_ends_64
+thp_over_predicted = thp_faults_64 / max(thp_predicted_64, 1)
+thp_faults_2 = results[True][0][3] if results else 0
+plain_faults_2 = results[False][0][3] if results else 0
+thp_2_over_plain = thp_faults_2 / max(plain_faults_2, 1)
+print(f"predicted for 64 MiB with the variable: {thp_huge_64} huge pages inside 2 MiB-aligned ranges + "
+      f"{thp_ends_64:,} ordinary pages at the ends = {thp_predicted_64:,} faults; measured {thp_faults_64:,} "
+      f"({thp_over_predicted:.2f} of the prediction)")
+print(f"2 MiB written once: {thp_faults_2:,} faults with the variable, {plain_faults_2:,} without "
+      f"({thp_2_over_plain:.2f} as many)")

@@ -4,8 +4,12 @@ The proof converts a NumPy array to a tensor and back by each route and compares
 addresses of the first element (ndarray.ctypes.data against Tensor.data_ptr()). It writes
 through each side and reads the other, prints the two libraries' strides for the same
 every-other-element view (NumPy counts bytes, PyTorch counts elements), and keeps the
-errors for the cases that cannot share: negative strides and a tensor that requires grad.
+errors for some of the cases that cannot share: negative strides, a tensor that requires grad,
+bfloat16 (NumPy has no such dtype), a tensor with its conjugate bit set, and an array in the
+other byte order.
 """
+import sys
+
 import numpy as np
 import torch
 
@@ -61,5 +65,20 @@ try:
     requires_grad_error = ""
 except RuntimeError as err:
     requires_grad_error = str(err)
+# Among the other refusals: a dtype NumPy lacks, a tensor with its conjugate bit set, and an array
+# whose bytes are not in the machine's order.
+refusals = {}
+for name, make in {"torch.ones(2, dtype=torch.bfloat16).numpy()": lambda: torch.ones(2, dtype=torch.bfloat16).numpy(),
+                   "torch.ones(2, dtype=torch.cfloat).conj().numpy()": lambda: torch.ones(2, dtype=torch.cfloat).conj().numpy(),
+                   "torch.from_numpy(an array in the other byte order)":
+                       lambda: torch.from_numpy(np.ones(2, ">f4" if sys.byteorder == "little" else "<f4"))}.items():
+    try:
+        make()
+        refusals[name] = ""
+    except (TypeError, RuntimeError, ValueError) as err:
+        refusals[name] = f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
+other_refusals_raise = all(refusals.values())
 print(f"torch.from_numpy(a[::-1]) raises: {negative_stride_error}.")
+for name, error in refusals.items():
+    print(f"{name} raises: {error or 'nothing'}")
 print(f"torch.ones(2, requires_grad=True).numpy() raises: {requires_grad_error}")

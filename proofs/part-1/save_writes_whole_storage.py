@@ -3,7 +3,7 @@
 A 4 MiB float32 tensor is sliced to 1, 4, 16, ... elements. Each slice is saved with
 torch.save, once as the view and once as view.clone(), into a temporary folder; the proof
 measures each file. It also lists the zip archive torch.save writes (standard zipfile) to
-find the storage record, saves a tensor together with a view of it to see the storage
+find the storage record and compare its bytes with the whole storage's, saves a tensor together with a view of it to see the storage
 written once, and loads that file back to check that the two tensors still share memory.
 """
 import os
@@ -34,7 +34,11 @@ with tempfile.TemporaryDirectory() as folder:
     torch.save(base[:1], path)
     with zipfile.ZipFile(path) as archive:
         records = {info.filename.split("/", 1)[1]: info.file_size for info in archive.infolist()}
-    storage_record_bytes = max(size for name, size in records.items() if name.startswith("data/"))
+        storage_record = max((name for name in records if name.startswith("data/")), key=records.get)
+        storage_record_bytes = records[storage_record]
+        # The record holds the storage's own bytes, all of them, not only the slice's four.
+        storage_record_is_storage = archive.read(archive.namelist()[0].split("/", 1)[0] + "/" + storage_record) \
+            == bytes(base.untyped_storage())
 
     # A tensor and a view of it: one storage record, and sharing survives the round trip.
     pair_bytes = saved_bytes([base, base[10:20]], "pair.pt")
@@ -54,7 +58,7 @@ print(f"{'slice elements':>15}{'slice bytes':>13}{'view file':>12}{'clone file':
 for k, v, c in zip(SLICES, view_sizes, clone_sizes):
     print(f"{k:>15,}{k * 4:>13,}{v:>12,}{c:>12,}")
 print(f"inside torch.save(base[:1]): data.pkl {records['data.pkl']:,} B (the pickled metadata), "
-      f"data/0 {storage_record_bytes:,} B (the storage)")
+      f"data/0 {storage_record_bytes:,} B, byte for byte the whole storage: {storage_record_is_storage}")
 print(f"[base, base[10:20]] saved: {pair_bytes:,} B, base alone {alone_bytes:,} B; "
       f"loaded pair shares one storage: {sharing_restored}")
 

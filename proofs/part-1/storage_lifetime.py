@@ -123,6 +123,7 @@ if glibc_malloc:
     glibc_serves_blocks = glibc_handed_out() - before >= 2**20
     del probe
 EXACT = os.path.exists("/proc/self/smaps_rollup")
+rss_exact = EXACT  # statm, the fallback, can lag a chunk behind
 torch.set_num_threads(1)
 N = 32 * 2**20  # float32 elements: 128 MiB
 CHUNKS = 16

@@ -10,11 +10,14 @@ detach().) Then each route writes into a tensor autograd saved (h = 2w, y = h.si
 saves h for its derivative cos(h)), and the proof reads h's own counter around that write and
 runs backward: the write is refused at once (out= does not take a tensor that requires grad),
 or backward raises, or it runs and returns a gradient, which the proof compares with the right
-one, 2 cos(2w), and with the one computed from the written h, 2 cos(2w + 1). A missing private
-attribute raises.
+one, 2 cos(2w), and with the one computed from the written h, 2 cos(2w + 1). Last, it defines an
+operator with torch.library.custom_op whose body writes only through NumPy, and reads the
+counter as the body starts and after the call. The figure draws two routes, h.add_(1) and
+h.data.add_(1), as timelines of h's counter. A missing private attribute raises.
 """
 import re
 
+import matplotlib.pyplot as plt
 import torch
 
 ROUTES = {
@@ -129,3 +132,43 @@ inference_tensor_has_no_counter = "do not track version counter" in inference_ve
 inference_tensor_not_saved = "cannot be saved for backward" in inference_save_error
 print(f"a tensor made under torch.inference_mode(): ._version raises: {inference_version_error}; "
       f"autograd saving it raises: {inference_save_error}")
+
+# An operator defined with torch.library.custom_op and mutates_args gets a kernel that bumps the
+# counter of each argument it names, before the operator's own code runs. The body here writes
+# through NumPy, a route no counter sees, so any bump comes from that kernel alone.
+@torch.library.custom_op("part1_version::add_one_", mutates_args=("t",))
+def add_one_(t: torch.Tensor) -> None:
+    seen_at_entry.append(t._version)
+    t.numpy()[:] += 1
+
+
+seen_at_entry = []
+x = torch.ones(4)
+add_one_(x)
+custom_op_bumps = x._version == 1 and x[0].item() == 2.0
+custom_op_bumps_before = seen_at_entry == [1]
+print(f"a custom_op with mutates_args=('t',), whose body writes through NumPy: x._version went 0 -> {x._version}, "
+      f"and was already {seen_at_entry[0]} when the body began")
+
+# The figure: two of the routes as timelines, h's counter at each step, from the table above.
+
+fig, ax = plt.subplots(figsize=(8, 2.6), constrained_layout=True)
+STEPS = ["y = h.sin()\nsaves h at version 0", "the write", "backward compares\nsaved with now"]
+for row, (route, label) in enumerate([("x.add_(1)", "h.add_(1)"), ("x.data.add_(1)", "h.data.add_(1)")]):
+    bumped, _, outcome, h_bumped = table[route]
+    y0 = 1 - row
+    texts = [f"h: version 0", f"{label}\nh: version {h_bumped}",
+             "error: h was modified" if outcome == "raised" else f"0 == {h_bumped}: runs,\n{outcome.split(',')[0]}"]
+    colours = ["#9bbbd4", "#9bbbd4", "#7fbf7f" if outcome == "raised" else "#e07b7b"]
+    for step, (text, colour) in enumerate(zip(texts, colours)):
+        ax.text(step, y0, text, ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round,pad=0.4", facecolor=colour, edgecolor="none"))
+        if step:
+            ax.annotate("", xy=(step - 0.32, y0), xytext=(step - 0.68, y0), arrowprops=dict(arrowstyle="->"))
+for step, title in enumerate(STEPS):
+    ax.text(step, 1.75, title, ha="center", va="center", fontsize=8.5)
+ax.set_xlim(-0.6, 2.6)
+ax.set_ylim(-0.5, 2.1)
+ax.axis("off")
+ax.set_title("The same write, seen by the counter (top) and not (bottom)", fontsize=10)
+plt.show()

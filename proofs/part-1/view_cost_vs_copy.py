@@ -17,7 +17,9 @@ measured over predicted is kept. It reports the C library and CPU it ran
 on, whether glibc hands out PyTorch's blocks (its count of bytes handed out, mallinfo2, grows by
 a 1 MiB tensor's block) and whether big blocks may get huge pages (the kernel's settings under
 /sys/kernel/mm/transparent_hugepage, or THP_MEM_ALLOC_ENABLE): whether a big fresh block comes
-with new pages, one fault per page, is the allocator's doing.
+with new pages, one fault per page, is the allocator's doing. Last, it reads the size of the
+CPU's last-level cache from /sys: the copy rate is memory's rate only where the two tensors
+together overflow that cache.
 """
 import ctypes
 import glob
@@ -166,6 +168,24 @@ one_fault_per_page = pages_big <= clone_faults_big <= pages_big + 2  # the block
 copy_no_faults = copy_faults_big == 0
 # The rate one thread copies at, reading and writing: bytes moved over time.
 copy_gb_per_s = 2 * big * 4 / (copy_big_us * 1e-6) / 1e9
+# A copy rate is memory's rate only if source and destination together overflow the last-level
+# cache; Linux names that cache's size in /sys (0 where it is not known).
+def last_level_cache_mib():
+    sizes = []
+    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            with open(index + "/size") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 / 1024, "M": 1, "G": 1024}.get(text[-1:], 1 / 2**20)
+        sizes.append(float(text.rstrip("KMG")) * scale)
+    return max(sizes, default=0)
+
+
+llc_mib = last_level_cache_mib()
+copy_working_mib = 2 * big_mib  # source plus destination
+print(f"last-level cache: {llc_mib:g} MiB (0: not known); source plus destination: {copy_working_mib:.0f} MiB")
 # Predict the fresh copy: the same copy into kept memory, plus one page fault per page at the price
 # the two fills measured (fresh mapping against kept block, per page). Each round predicts from its
 # own measurements, so that a busy moment slows the prediction and the clone alike; the median

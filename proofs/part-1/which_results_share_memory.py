@@ -1,7 +1,8 @@
 """Which expressions share memory with their input: views, the input itself, or a fresh copy.
 
-A fresh 3x4 float32 tensor x (not itself a view) goes through thirty-one common expressions,
-the in-place ones last. For each result the proof asks three questions: does it read the same
+A fresh 3x4 float32 tensor x (not itself a view) goes through thirty-five common expressions,
+the in-place ones last (six of them, of four kinds: arithmetic, a copy in, an indexed fill, and a
+metadata-only transpose). For each result the proof asks three questions: does it read the same
 storage as x (untyped_storage().data_ptr()), is it a view in autograd's sense (the private
 Tensor._is_view(), with _base pointing at the tensor the chain of views started from), and is
 it x itself (the same Python object)? Private attributes raise if they are gone.
@@ -41,6 +42,10 @@ EXPRESSIONS = {
     "x + 0": lambda: x + 0,
     "x.add_(0)": lambda: x.add_(0),
     "x.mul_(2)": lambda: x.mul_(2),
+    "x.clamp_(0, 2)": lambda: x.clamp_(0, 2),
+    "x.copy_(x.flip(0))": lambda: x.copy_(x.flip(0)),
+    "x.index_fill_(0, torch.tensor([1]), 0)": lambda: x.index_fill_(0, torch.tensor([1]), 0),
+    "x.t_().t_()": lambda: x.t_().t_(),
 }
 
 
@@ -76,7 +81,9 @@ no_op_returns_self = all(kinds[k][1] == "x itself" for k in ("x.contiguous()", "
 # A shape operation with nothing to do still makes a new view, not x itself.
 identity_shape_ops_view = all(kinds[k][1] == "view" for k in ("x.view(3, 4)", "x.reshape(3, 4)", "x[:]",
                                                               "x.permute(0, 1)"))
-inplace_returns_self = all(kinds[k][1] == "x itself" for k in ("x.add_(0)", "x.mul_(2)"))
+INPLACE = [k for k in EXPRESSIONS if k.split("(")[0].endswith("_")]
+inplace_returns_self = all(kinds[k][1] == "x itself" for k in INPLACE)
+n_inplace = len(INPLACE)
 other_copies = all(kinds[k][1] == "copy" for k in ("x.double()", "x.clone()", "x.flip(0)", "x + 0"))
 detach_is_alias = kinds["x.detach()"] == (True, "alias")
 dtype_view_is_alias = kinds["x.view(torch.int32)"] == (True, "alias")
