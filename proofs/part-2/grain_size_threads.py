@@ -3,8 +3,10 @@
 Reads GRAIN_SIZE from the header torch ships (ATen/TensorIterator.h), then times
 torch.sigmoid(x, out=y) on float32 tensors from 4K to 1M elements with one thread and with
 two, interleaved (every size with one thread, then every size with two, in each round),
-keeping the minimum of 9 batches of calls (up to about a millisecond each) after a warm-up
-round. These are wall times (time.perf_counter_ns): the point is how long the caller waits,
+keeping the minimum of 9 batches of calls (at least 4 calls, up to about a millisecond) after
+a warm-up round. The speed-up far above the grain is judged over the sizes from 4 times the
+grain to 1M together (one thread's best times summed, over two threads' summed), so that one
+size spoiled by a noisy moment moves it little. These are wall times (time.perf_counter_ns): the point is how long the caller waits,
 and with two threads the work is spread over two clocks. It also counts the threads a call
 woke: the threads whose CPU time grew by at least a quarter of the busiest one's during
 0.1 s of calls with two threads allowed, read per thread from /proc/self/task (Linux;
@@ -64,7 +66,7 @@ def one_vs_two(sizes):
     work = {}
     for n in sizes:
         x, y = torch.rand(n), torch.empty(n)
-        work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(2, min(100, 2_000_000 // n)))
+        work[n] = (lambda x=x, y=y: torch.sigmoid(x, out=y), max(4, min(100, 2_000_000 // n)))
     best = {n: {1: float("inf"), 2: float("inf")} for n in sizes}
     for rep in range(REPS + 1):  # round 0 is the warm-up
         for threads in ((1, 2) if rep % 2 else (2, 1)):
@@ -141,7 +143,14 @@ speedup_at_grain = speedup[grain_size]          # exactly GRAIN_SIZE elements: o
 speedup_just_above = speedup[grain_size + 1]    # one more element: split in two
 speedup_above = speedup[1 << 16]                # twice the grain
 BIG = 1 << 20                                   # far above it: waking a thread costs little
-speedup_big = speedup[BIG]
+FAR = [n for n in SIZES if n >= 4 * grain_size]  # from four grains up to BIG
+# The speed-up far above the grain, over the FAR sizes together (their best times summed), so
+# that one spoiled size moves it little.
+speedup_big = sum(results[n][0] for n in FAR) / sum(results[n][1] for n in FAR)
+far_from_grain = FAR[0] // grain_size
+# Just above the grain each of two threads gets half the loop; what two threads took beyond half
+# of one thread's time is the price of handing out the work and waiting for it.
+wake_us = results[grain_size + 1][1] - results[grain_size + 1][0] / 2
 big_vs_grain = BIG // grain_size
 threads_working_below = threads_working(grain_size)
 threads_working_above = threads_working(grain_size + 1)
@@ -194,6 +203,8 @@ for n in SIZES:
     t1, t2 = results[n]
     mark = "  <- GRAIN_SIZE" if n == grain_size else ""
     print(f"{n:>10,}{t1:>13.1f}{t2:>14.1f}{speedup[n]:>8.2f}x{mark}")
+print(f"at {grain_size + 1:,} elements, 2 threads took {wake_us:.1f} µs more than half of 1 thread's time")
+print(f"from {far_from_grain} to {big_vs_grain} times the grain, times summed: {speedup_big:.2f}x with 2 threads")
 print(f"cores left free by other programs while it was timed: {free_cores:.1f} of {cores}")
 print(f"threads woken, 2 allowed: sigmoid {threads_working_below} at {grain_size:,} elements, "
       f"{threads_working_above} at {grain_size + 1:,}")

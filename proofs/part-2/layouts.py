@@ -72,7 +72,21 @@ contiguous_us = best["contiguous"]
 four_d_vs_contig = ratio["4-D view (16,128,16,128)"]
 transposed_vs_contig = ratio["all three transposed"]
 padded_vs_contig = ratio["all transposed, padded"]
-padded_not_dense = not ap.is_contiguous() and ap.stride() == (1, N + 2)
+
+
+def dense(t):
+    """No gaps between elements in some order of the dimensions: sorted by stride, each stride
+    is the product of the sizes inside it (what fast_set_up's NON_OVERLAPPING_DENSE case needs)."""
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda d: d[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+padded_not_dense = (all(dense(t) for t in LAYOUTS["all three transposed"])
+                    and not any(dense(t) for t in LAYOUTS["all transposed, padded"]))
 mixed_vs_contig = ratio["one input transposed"]
 step2_vs_contig = ratio["every other column"]
 gbs = 3 * N * N * 4 / contiguous_us / 1e3
@@ -82,6 +96,8 @@ print(f"{'layout':<28}{'x strides':>24}{'best µs':>10}{'vs contiguous':>15}   (
 for name, (x, y, out) in LAYOUTS.items():
     print(f"{name:<28}{str(x.stride()):>24}{best[name]:>10.0f}{ratio[name]:>14.2f}x")
 print(f"contiguous: {gbs:.0f} GB/s for the three streams")
+print(f"dense (no gaps, in some order): all three transposed {all(dense(t) for t in LAYOUTS['all three transposed'])}, "
+      f"padded {any(dense(t) for t in LAYOUTS['all transposed, padded'])}")
 
 fig, ax = plt.subplots(figsize=(8, 3.6))
 names_drawn = list(LAYOUTS)[::-1]

@@ -136,6 +136,10 @@ blas_for_floats = (mm_library["float32"] == "MKL SGEMM" and mm_library["float64"
                    and mm_library["complex64"] == "MKL CGEMM")
 ints_log_nothing = mm_library["int32"] == mm_library["int64"] == "none"
 bf16_mm_library = mm_library["bfloat16"]
+# oneDNN takes bfloat16 products on CPUs with AVX-512 (mkldnn_bf16_device_check); elsewhere
+# on x86 they go to ATen's own loop.
+avx512_cpu = torch.backends.cpu.get_cpu_capability() == "AVX512"
+bf16_in_onednn = bf16_mm_library.startswith("oneDNN")
 mm_f32_library = mm_library["float32"]
 conv_exec = [line.split(",") for line in sections["conv2d"] if ",exec," in line]
 conv_onednn = next((f for f in conv_exec if "convolution" in f), None)

@@ -6,18 +6,19 @@ of each size and operation in turn (a batch runs about a millisecond's worth of 
 least one; below 1M elements after an untimed batch of the same, so that it starts warm, its
 bytes in cache; up to 256 elements, four batches a round, these sizes being cheap and their
 timings the noisiest). add reads 8 bytes and writes 4 per element for one addition; the power
-moves 8 bytes per element and evaluates Vectorized<float>::pow on each (Sleef's powf in the
+asks for 8 bytes per element (12 moved, like a copy) and evaluates Vectorized<float>::pow on each (Sleef's powf in the
 AVX2 and AVX512 headers, std::pow with capability DEFAULT): dozens of operations. The toll
-is the time of a one-element call; the work per element at size n is (time(n) - toll) / n;
+is the time of a one-element call into an output it is given (no allocation); the work per element at size n is (time(n) - toll) / n;
 the size where add's work equals the toll is read off the grid, between the two sizes where
 its time crosses twice the toll (interpolated on a log scale). In cache is 64K elements
 (768 KiB for add's three tensors: in a core's L2 or L3 cache on current x86 CPUs); out of
 cache is 16M (192 MiB). The prediction: a copy reads 4 bytes and writes 4 per element, and a
-cache that reads each line before it writes it (write-allocate, as x86 caches do for ordinary
-stores) reads 4 more, so a copy moves 12 bytes per element and an add 16 (8 read, 4 read
+cache that reads each line before it writes it (write-allocate, as most x86 cores do for
+ordinary stores) reads 4 more, so a copy moves 12 bytes per element and an add 16 (8 read, 4 read
 before writing, 4 written). The copy's time at 16M gives the bandwidth, and add at 16M should
 take the toll plus its 16 bytes per element at that rate. (Counting only the 8 and 12 bytes
-the kernels ask for would predict an eighth more.) In-cache GB/s count the 12 bytes add asks
+the kernels ask for would predict an eighth more, so this prediction cannot tell the two
+accounts apart.) In-cache GB/s count the 12 bytes add asks
 for. Out of
 cache, add's work per element rises with the bytes; the power's stays where its arithmetic
 puts it. That rise needs an add loop fast enough to outrun memory while in cache: the AVX2

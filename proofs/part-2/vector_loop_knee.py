@@ -14,12 +14,14 @@ vec256, and vec128 for NEON on ARM) its step. Then it times torch.sigmoid and to
 float32 rows of K elements (K = 1..96), about 64K elements in all, the rows spaced apart so
 that TensorIterator cannot merge them: one thread, each point the minimum of 9 calls after a
 warm-up, the two operators interleaved; the points either side of 16 and 32 are measured
-again, minimum of 31 calls. The knee is the row length, from 8 on, where the time per
-element drops most (below 8, the fixed cost of each row makes it fall whatever the loop). The same sweep runs in a second process (this script again,
+again, minimum of 31 calls. The drop at K is how many times faster per element a row of K
+ran than a row of K - 1; the page judges the drop at the step each build predicts, and the
+card also prints the knee, the row length from 8 on where the drop is largest (below 8, the
+fixed cost of each row makes the time fall whatever the loop). The same sweep runs in a second process (this script again,
 which then only sweeps and prints JSON) with another capability forced through
 ATEN_CPU_CAPABILITY: avx2, or default where AVX2 is the capability already. With capability
-DEFAULT on x86 the vector class is plain C++ loops over an array (vec_base.h), and no sharp
-knee is predicted.
+DEFAULT on x86 the vector class is generic C++ over an array (vec_base.h), which the
+compiler may vectorise on its own; this script does not measure that case on a CPU with AVX2.
 Times are the calling thread's CPU time (time.thread_time_ns): with one thread the
 kernel runs on the calling thread, and another program busy on the machine cannot
 inflate that clock as it inflates wall time.
@@ -183,6 +185,7 @@ here = sweep()
 ns = here["ns"]
 sigmoid_knee = knee(ns["sigmoid"])
 sigmoid_drop_at_knee = drop(ns["sigmoid"], sigmoid_knee)
+sigmoid_drop_at_step = drop(ns["sigmoid"], sigmoid_step)  # at the step its build predicts
 sigmoid_drop_16, sigmoid_drop_32 = drop(ns["sigmoid"], 16), drop(ns["sigmoid"], 32)
 add_drop_16, add_drop_32 = drop(ns["add"], 16), drop(ns["add"], 32)
 
@@ -214,6 +217,7 @@ print(f"{'K':>4}" + "".join(f"{op + ' ns/el':>14}" for op in OPS))
 for k in [1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 96]:
     print(f"{k:>4}" + "".join(f"{ns[op][k]:>14.3f}" for op in OPS))
 print(f"sigmoid: largest drop from K = 8 on at K={sigmoid_knee} ({sigmoid_drop_at_knee:.1f}x); "
+      f"at its step, K={sigmoid_step}: {sigmoid_drop_at_step:.1f}x; "
       f"drop at 16: {sigmoid_drop_16:.2f}x, at 32: {sigmoid_drop_32:.1f}x")
 print(f"add: drop at 16: {add_drop_16:.2f}x, at 32: {add_drop_32:.2f}x")
 print(f"second process, ATEN_CPU_CAPABILITY={asked}: capability {other_capability}; sigmoid's largest drop "
