@@ -5,14 +5,16 @@ files of a build. The wheel ships no .cpp files, but it ships the generator and 
 (torchgen/packaged/autograd/). This script runs that generator for one operator, mul.Tensor,
 through its own functions (load_derivatives, match_differentiability_info and
 gen_variable_type_func; it raises if any is gone), prints the kernel it writes, and checks that
-the excerpt the page shows (EXCERPT below: its comments dropped, spaces collapsed) is made of
-that kernel's own lines, in their order. Then it watches the same steps at run time: x * w,
+the excerpt the page shows (EXCERPT below, its comments dropped) is made of that kernel's own
+whole lines, in their order, with only whole lines left out (a long line may be wrapped). Then it watches the same steps at run time: x * w,
 with only x requiring grad, under a TorchDispatchMode (from the private
 torch.utils._python_dispatch), whose __torch_dispatch__ the dispatcher calls below autograd,
 just before the CPU kernel. Inside it the script reads the thread-local set of excluded keys
 (the private torch._C._dispatch_tls_local_exclude_set) and looks at what the kernel returned;
 outside, it reads the node the caller got, its edges, and what it kept (the private _saved_*
-attributes). The figure draws the call's path, filled in with what the run saw.
+attributes). It also checks that x carries AutocastCPU, which ranks above AutogradCPU, and that
+the thread's exclude set holds that key unless torch.autocast is on. The figure draws the call's
+path, filled in with what the run saw.
 """
 import os
 import re
@@ -33,32 +35,41 @@ at::Tensor mul_Tensor(c10::DispatchKeySet ks,
                       const at::Tensor & self, const at::Tensor & other) {
   auto& self_ = unpack(self, "self", 0);
   auto& other_ = unpack(other, "other", 1);
-  // 1. Does an input require grad (and is grad mode on)?
+  // 1. Does an input require grad
+  //    (and is grad mode on)?
   [[maybe_unused]] auto _any_requires_grad =
       compute_requires_grad( self, other );
   c10::intrusive_ptr<MulBackward0> grad_fn;
   if (_any_requires_grad) {
-    // 2. Create the node. Its edges lead to the nodes of self and other.
+    // 2. Create the node; its edges lead
+    //    to the nodes of self and other.
     grad_fn = c10::make_intrusive<MulBackward0>();
     grad_fn->set_next_edges(collect_next_edges( self, other ));
-    // 3. Keep other only if self's gradient (output 0: g * other) is
-    //    wanted, and self only if other's gradient is.
+    // 3. Keep other only if self's gradient
+    //    (output 0: g * other) is wanted, and
+    //    self only if other's is; keep both
+    //    dtypes whatever is wanted.
     if (grad_fn->should_compute_output(0)) {
       grad_fn->other_ = SavedVariable(other, false);
     }
+    grad_fn->other_scalar_type = other.scalar_type();
     if (grad_fn->should_compute_output(1)) {
       grad_fn->self_ = SavedVariable(self, false);
     }
+    grad_fn->self_scalar_type = self.scalar_type();
   }
-  // 4. The real work, one floor down: the CPU kernel, called with the
-  //    autograd keys masked out of ks, and excluded for what it calls.
+  // 4. The real work, one floor down: the
+  //    CPU kernel, with the autograd keys
+  //    masked out of ks, and a guard that
+  //    keeps what it calls out of autograd.
   auto _tmp = ([&]() {
     at::AutoDispatchBelowADInplaceOrView guard;
     return at::redispatch::mul(
         ks & c10::after_autograd_keyset, self_, other_);
   })();
   auto result = std::move(_tmp);
-  // 5. Point the output at its node: this is what result.grad_fn reads.
+  // 5. Point the output at its node:
+  //    this is what result.grad_fn reads.
   if (grad_fn) {
       set_history(flatten_tensor_args( result ), grad_fn);
   }
@@ -81,20 +92,23 @@ def collapsed(text):
     return re.sub(r"\s+", " ", text).strip()
 
 
-def in_order(pieces, text):
-    """Whether every piece occurs in text, each after the one before."""
+def whole_lines_in_order(pieces, lines):
+    """Whether the pieces are whole lines of the kernel, in its order, with only whole lines
+    left out between them; a kernel line may be wrapped over up to three pieces (compared
+    with all spaces removed, since a wrap may add or drop one)."""
     at = 0
-    for piece in pieces:
-        found = text.find(piece, at)
-        if found < 0:
-            return False
-        at = found + len(piece)
-    return True
+    for line in lines:
+        for k in (1, 2, 3):
+            if at + k <= len(pieces) and "".join(pieces[at:at + k]).replace(" ", "") == line.replace(" ", ""):
+                at += k
+                break
+    return at == len(pieces)
 
 
 excerpt_code = [collapsed(line) for line in EXCERPT.strip().splitlines()
                 if line.strip() and not line.strip().startswith("//")]
-excerpt_is_generated = in_order(excerpt_code, collapsed(generated))
+kernel_lines = [collapsed(line) for line in generated.splitlines() if line.strip()]
+excerpt_is_generated = whole_lines_in_order(excerpt_code, kernel_lines)
 generated_lines = len(generated.strip().splitlines())
 excerpt_lines = len(excerpt_code)
 
@@ -118,6 +132,15 @@ torch.manual_seed(0)
 x = torch.randn(4, requires_grad=True)
 w = torch.randn(4)  # needs no gradient
 x_keys = str(torch._C._dispatch_keys(x))  # private, see docstring
+# AutocastCPU ranks above AutogradCPU, but the thread's exclude set holds the autocast keys
+# unless torch.autocast is on, so autograd's kernel is the first that runs.
+AUTOCAST = torch._C.DispatchKey.AutocastCPU
+x_has_autocast_key = torch._C._dispatch_keys(x).has(AUTOCAST)
+autocast_excluded_by_default = torch._C._dispatch_tls_local_exclude_set().has(AUTOCAST)
+with torch.autocast("cpu"):
+    autocast_included_under_autocast = not torch._C._dispatch_tls_local_exclude_set().has(AUTOCAST)
+autocast_skipped_unless_on = (x_has_autocast_key and autocast_excluded_by_default
+                              and autocast_included_under_autocast)
 autograd_excluded_before = torch._C._dispatch_tls_local_exclude_set().has(
     torch._C.DispatchKey.AutogradFunctionality)
 with BelowAutograd() as mode:
@@ -144,6 +167,8 @@ print("The autograd kernel torchgen writes for mul.Tensor"
 print(generated)
 print(f"the page's excerpt is these lines, in this order: {excerpt_is_generated}")
 print(f"x's dispatch keys: {x_keys}")
+print(f"AutocastCPU is in the thread's exclude set by default: {autocast_excluded_by_default};"
+      f" not under torch.autocast: {autocast_included_under_autocast}")
 print(f"x * w (x requires grad, w not): the CPU kernel ran with the autograd keys and"
       f" ADInplaceOrView excluded: {kernel_ran_below_autograd}; it returned a tensor without a"
       f" node: {kernel_output_had_no_node}")
@@ -171,7 +196,7 @@ def arrow(x, y0, y1, text, right):
 
 
 box(9.3, "x * w", ["x requires grad; w does not"], "C1")
-arrow(3.6, 8.7, 7.75, "dispatcher: the highest\nkey is AutogradCPU", right=False)
+arrow(3.6, 8.7, 7.75, "dispatcher: the highest key\nnot excluded: AutogradCPU", right=False)
 arrow(6.4, 7.75, 8.7, f"result, grad_fn =\n{node_name}", right=True)
 box(6.0, "autograd kernel (VariableType::mul_Tensor)",
     ["1. does an input require grad? yes", f"2. creates {node_name}: edges to AccumulateGrad(x), None",

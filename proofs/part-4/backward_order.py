@@ -5,8 +5,10 @@ Before backward, the script predicts the order the way torch/csrc/autograd/engin
 it: count each node's incoming edges (its dependencies), start from the root, and among the
 nodes whose count has reached zero always take the one with the highest sequence number
 (AccumulateGrad's is the largest possible). Sequence numbers are read with the private
-Node._sequence_nr(); the script raises if it is gone. It also works out the order a
-breadth-first and a depth-first walk would give. Then it runs backward with a pre-hook and a
+Node._sequence_nr(); the script raises if it is gone. It also works out every order
+that a breadth-first walk, a depth-first walk or a toy engine's topological sort (the reversed
+order in which a depth-first walk finishes nodes, as micrograd does it) would give, over every
+order of each node's children. Then it runs backward with a pre-hook and a
 hook on every node (register_prehook, register_hook), recording the thread and the calling
 thread's CPU time (time.thread_time_ns; one intra-op thread, torch.set_num_threads(1), so that
 thread does all the work), and compares. What arrives at AccumulateGrad(x) is compared, inside
@@ -19,6 +21,7 @@ nodes it skips, and, last, one backward of Figure 1's network, to see in which o
 parameters' gradients are written.
 """
 import heapq
+import itertools
 import os
 import threading
 import time
@@ -90,6 +93,7 @@ dependency_counts = ", ".join(f"{names[n]} {k}" for n, k in dependencies.items()
 remaining = dict(dependencies)
 ready = [(-seq[e.grad_fn], 0, e.grad_fn)]
 predicted, pushes = [], 1
+queue_after = []  # per turn: the ready queue once the node has run, highest first
 while ready:
     _, _, node = heapq.heappop(ready)
     predicted.append(names[node])
@@ -99,8 +103,63 @@ while ready:
             if remaining[child] == 0:
                 heapq.heappush(ready, (-seq[child], pushes, child))
                 pushes += 1
+    queue_after.append([names[n] for _, _, n in sorted(ready)])
+# The page prints this table of turns; the prediction must produce exactly it.
+PAGE_TABLE = [
+    ("AddBackward0", ["SumBackward0 (c.sum)", "SumBackward0 (d.sum)"]),
+    ("SumBackward0 (c.sum)", ["SumBackward0 (d.sum)", "TanhBackward0"]),
+    ("SumBackward0 (d.sum)", ["MulBackward0", "TanhBackward0"]),
+    ("MulBackward0", ["TanhBackward0", "SinBackward0", "ExpBackward0"]),
+    ("TanhBackward0", ["AccumulateGrad(w)", "SinBackward0", "ExpBackward0"]),
+    ("AccumulateGrad(w)", ["SinBackward0", "ExpBackward0"]),
+    ("SinBackward0", ["ExpBackward0"]),
+    ("ExpBackward0", ["AccumulateGrad(x)"]),
+    ("AccumulateGrad(x)", []),
+]
+table_matches_prediction = list(zip(predicted, queue_after)) == [(n, q) for n, q in PAGE_TABLE]
 breadth_first = [names[n] for n in nodes]
 depth_first_order = depth_first(e.grad_fn, names, set())
+
+
+def walks(root):
+    """Every order a breadth-first walk, a depth-first walk or a reversed depth-first finishing
+    order (the topological sort of a toy engine such as micrograd) gives, over every order of
+    each node's children."""
+    found = set()
+    forks = [n for n in nodes if sum(c is not None for c, _ in n.next_functions) > 1]
+    for flips in itertools.product([False, True], repeat=len(forks)):
+        flip = dict(zip(forks, flips))
+
+        def children(node):
+            kids = [c for c, _ in node.next_functions if c is not None]
+            return kids[::-1] if flip.get(node) else kids
+
+        seen, queue = [root], [root]
+        for node in queue:
+            for child in children(node):
+                if child not in seen:
+                    seen.append(child)
+                    queue.append(child)
+        found.add(tuple(names[n] for n in seen))
+        seen, stack_order, finished = set(), [], []
+
+        def dfs(node):
+            if node in seen:
+                return
+            seen.add(node)
+            stack_order.append(names[node])
+            for child in children(node):
+                dfs(child)
+            finished.append(names[node])
+
+        dfs(root)
+        found.add(tuple(stack_order))
+        found.add(tuple(finished[::-1]))  # a topological sort, as micrograd's backward() builds it
+    return found
+
+
+all_walks = walks(e.grad_fn)
+n_walks = len(all_walks)
 
 events = []  # (node name, "start" or "end", ns, thread id)
 acc_x_input = []
@@ -124,7 +183,8 @@ e.backward()
 observed = [name for name, kind, _, _ in events if kind == "start"]
 order = " → ".join(observed)
 predicted_matches = observed == predicted
-neither_walk_matches = observed != breadth_first and observed != depth_first_order
+neither_walk_matches = (observed != breadth_first and observed != depth_first_order
+                        and tuple(observed) not in all_walks)
 on_caller_thread = all(tid == caller for *_, tid in events)
 span = {}
 for name, kind, ns, _ in events:
@@ -233,9 +293,13 @@ print("sequence numbers (creation order): "
       + f"; AccumulateGrad 2**64-1: {accumulate_grad_seq_is_max}")
 print(f"nodes waiting for more than one gradient: {dependency_counts}")
 print(f"predicted: {' → '.join(predicted)}")
+for k, (name, queue) in enumerate(zip(predicted, queue_after), 1):
+    print(f"  turn {k}: {name:<22s} ready after: {', '.join(queue) or '(empty)'}")
+print(f"the page's table of turns is the prediction's: {table_matches_prediction}")
 print(f"observed:  {order}")
-print(f"prediction matches: {predicted_matches}; neither a breadth-first nor a depth-first walk"
-      f" gives it: {neither_walk_matches}")
+print(f"prediction matches: {predicted_matches}; no breadth-first or depth-first walk, nor a"
+      f" reversed depth-first finishing order, in any order of children ({n_walks} distinct"
+      f" orders), gives it: {neither_walk_matches}")
 shown_count = engine_thread_count if threads_listed else "unknown (no /proc)"
 print(f"every hook ran on the thread that called backward(): {on_caller_thread};"
       f" threads named pt_autograd_*: {shown_count}; this machine has {accelerator_here}"

@@ -1,19 +1,29 @@
-"""Figure 1's loss.backward() in numbers: the nodes and operators it runs, its time against the forward's, and what is left when the batch shrinks.
+"""Figure 1's loss.backward() in numbers: the nodes and operators it runs, its time against the forward's, and how much of a step is a fixed cost per step.
 
 Figure 1's network and data (Linear 8->64, ReLU, Linear 64->1, MSELoss), on the CPU with one
 intra-op thread. A TorchDispatchMode (from the private torch.utils._python_dispatch; the import
 fails loudly if it is gone) counts the ATen operators the forward calls and those its backward
-calls; after backward, the script tries to read a tensor the ReLU node kept (its private
-_saved_result), which backward should have freed. Then training steps without the optimizer
-(forward, backward, .grad set to None) on batches of 64, 256, 1,024 (Figure 1's) and 4,096 rows,
-all interleaved, 150 rounds after 10 untimed ones. Each step's forward is written two ways: as
-Figure 1 writes it, through the nn.Sequential and the loss module, and as the same functions
-called directly (F.linear, F.relu, F.linear, F.mse_loss, same parameters), each followed by its
-backward, the two in an order that alternates from round to round. Times are the calling thread's CPU time
-(time.thread_time_ns), so time spent waiting for a core is not counted; each time is the median
-over the rounds, and each ratio the median of the ratios within a round.
+calls. A watching mode adds calls of its own: while a Python dispatch mode is active, the copy
+autograd makes of a tensor it keeps (TensorImpl::shallow_copy_and_detach_core, in
+c10/core/TensorImpl.h) is routed through the mode as an aten::detach. So the same forward and
+backward run again under torch.profiler with no mode, which counts the aten::detach calls that
+happen unobserved; the mode's extra detaches are taken off its counts. A pre-hook on every node
+counts the nodes that ran. After backward, the script tries to read every tensor the nodes kept
+(their private _saved_* attributes), which backward should have freed. Then training steps
+without the optimizer (forward, backward, .grad set to None) on batches of 64, 256, 1,024
+(Figure 1's) and 4,096 rows, all interleaved, 150 rounds after 10 untimed ones. Each step's
+forward is written two ways: as Figure 1 writes it, through the nn.Sequential and the loss
+module, and as the same functions called directly (F.linear, F.relu, F.linear, F.mse_loss, same
+parameters), each followed by its backward, the two in an order that alternates from round to
+round. Times are the calling thread's CPU time (time.thread_time_ns), so time spent waiting for
+a core is not counted; each time is the median over the rounds, and each ratio the median of the
+ratios within a round. The fixed part of a step (what it would cost with no rows) is the
+straight line through the times at 64 and 1,024 rows, extended to zero rows.
 """
+import contextlib
+import os
 import statistics
+import sys
 import time
 from collections import Counter
 
@@ -21,6 +31,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
 torch.manual_seed(0)
@@ -63,23 +74,84 @@ class CountOps(TorchDispatchMode):
 
 
 x, y = batches[FIGURE1_ROWS]
+
+
+def graph_nodes(loss):
+    nodes = [loss.grad_fn]
+    for node in nodes:
+        nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
+    return nodes
+
+
+def saved_tensor_names(node):
+    """The node's _saved_* attributes that hold a tensor (sizes and scalars are not freed)."""
+    return [a for a in dir(node) if a.startswith("_saved_") and isinstance(getattr(node, a), torch.Tensor)]
+
+
+# Observed by a dispatch mode: every ATen operator below autograd.
 with CountOps() as forward_ops:
     loss = forward_modules(x, y)
-nodes = [loss.grad_fn]
+nodes = graph_nodes(loss)
+graph_node_count = len(nodes)
+kept = [(node, name) for node in nodes for name in saved_tensor_names(node)]
+ran = []
 for node in nodes:
-    nodes.extend(c for c, _ in node.next_functions if c is not None and c not in nodes)
-nodes_run = len(nodes)
-relu_node = next(n for n in nodes if n.name() == "ReluBackward0")
+    node.register_prehook(lambda grads, node=node: ran.append(node))
 with CountOps() as backward_ops:
     loss.backward()
-aten_calls_forward = sum(forward_ops.counts.values())
-aten_calls_backward = sum(backward_ops.counts.values())
+nodes_run = len(ran)
+each_node_ran_once = nodes_run == graph_node_count and len(set(map(id, ran))) == graph_node_count
+
+
+def freed(node, name):
+    try:
+        getattr(node, name)  # private, see docstring
+        return False
+    except RuntimeError:  # "... saved tensors after they have already been freed"
+        return True
+
+
+n_saved_tensors = len(kept)
+saved_freed_after_backward = n_saved_tensors > 0 and all(freed(node, name) for node, name in kept)
+
+
+# The same forward and backward with nobody watching: how many aten::detach really happen?
+@contextlib.contextmanager
+def profiler_lines_hidden():
+    """While the profiler records: its C++ side (Kineto) writes a line with the date and the
+    process id to the standard error at every start and stop, which would differ on every run;
+    those lines go to os.devnull, and the standard error comes back as it was."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def profiled_detaches(run):
+    with profiler_lines_hidden(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+    return sum(e.name == "aten::detach" for e in prof.events())
+
+
+holder = {}
+for p in model.parameters():
+    p.grad = None  # as before the observed backward: each AccumulateGrad stores a new .grad
+unobserved_detach_forward = profiled_detaches(lambda: holder.update(loss=forward_modules(x, y)))
+unobserved_detach_backward = profiled_detaches(lambda: holder["loss"].backward())
+mode_detach_forward = forward_ops.counts["aten::detach"]
+mode_detach_backward = backward_ops.counts["aten::detach"]
+mode_added_forward = mode_detach_forward - unobserved_detach_forward
+mode_added_backward = mode_detach_backward - unobserved_detach_backward
+aten_calls_forward = sum(forward_ops.counts.values()) - mode_added_forward
+aten_calls_backward = sum(backward_ops.counts.values()) - mode_added_backward
 mm_in_backward = backward_ops.counts["aten::mm"]
-try:
-    relu_node._saved_result  # private, see docstring
-    saved_freed_after_backward = False
-except RuntimeError:
-    saved_freed_after_backward = True  # "... saved tensors after they have already been freed"
+for p in model.parameters():
+    p.grad = None
 
 
 def step(x, y, forward):
@@ -127,11 +199,36 @@ backward_speedup_from_fewer_rows = statistics.median(
     b1 / b0 for (_, b0, _), (_, b1, _) in zip(samples[small], samples[FIGURE1_ROWS]))
 backward_small_us_per_node = backward_small_us / nodes_run
 
+
+def fixed_us(times):
+    """The straight line through the times at 64 and 1,024 rows, at zero rows."""
+    per_row = (times[FIGURE1_ROWS] - times[small]) / (FIGURE1_ROWS - small)
+    return times[small] - small * per_row
+
+
+forward_fixed_us = fixed_us(forward_us)
+backward_fixed_us = fixed_us(backward_us_by_rows)
+forward_fixed_share = forward_fixed_us / forward_us_fig1
+backward_fixed_share = backward_fixed_us / backward_us
+step_us_fig1 = forward_us_fig1 + backward_us
+step_fixed_share = (forward_fixed_us + backward_fixed_us) / step_us_fig1
+step_fixed_share_small = (forward_fixed_us + backward_fixed_us) / (forward_us_small + backward_small_us)
+step_fixed_percent = 100 * step_fixed_share
+step_fixed_percent_small = 100 * step_fixed_share_small
+module_percent_small = 100 * module_share_small
+module_percent_of_forward = 100 * module_share_of_forward
+
 print(f"Figure 1's network, CPU, one thread; {ROUNDS} rounds, all batch sizes in each")
-print(f"at {FIGURE1_ROWS:,} rows: backward runs {nodes_run} nodes; ATen operators: forward"
-      f" {aten_calls_forward} {dict(forward_ops.counts)}")
-print(f"  backward {aten_calls_backward} {dict(backward_ops.counts)}")
-print(f"  after backward, the ReLU node's saved tensor is freed: {saved_freed_after_backward}")
+print(f"at {FIGURE1_ROWS:,} rows: backward ran {nodes_run} nodes (of {graph_node_count} in the"
+      f" graph, each once: {each_node_ran_once})")
+print(f"ATen operators seen by a dispatch mode: forward {dict(forward_ops.counts)}")
+print(f"  backward {dict(backward_ops.counts)}")
+print(f"aten::detach with no mode watching (profiler): forward {unobserved_detach_forward},"
+      f" backward {unobserved_detach_backward}; the mode added {mode_added_forward} and"
+      f" {mode_added_backward}")
+print(f"ATen operators without the mode's own: forward {aten_calls_forward}, backward"
+      f" {aten_calls_backward}, {mm_in_backward} of them aten::mm")
+print(f"after backward, all {n_saved_tensors} tensors the nodes kept are freed: {saved_freed_after_backward}")
 print(f"{'rows':>6s} {'forward (modules) us':>21s} {'forward (functions) us':>23s} {'backward us':>12s}")
 for rows in ROWS:
     print(f"{rows:>6,d} {forward_us[rows]:>21.0f} {functions_us[rows]:>23.0f}"
@@ -140,10 +237,14 @@ print(f"at {FIGURE1_ROWS:,} rows: backward / forward {backward_over_forward:.2f}
       f" forward written as functions {backward_over_functions_forward:.2f}; the modules' own"
       f" Python is {100 * module_share_of_forward:.0f}% of the forward")
 print(f"at {min(ROWS)} rows the modules' Python costs {module_us_small:.0f} us,"
-      f" {100 * module_share_small:.0f}% of the forward")
+      f" {module_percent_small:.0f}% of the forward")
 print(f"{rows_ratio} times fewer rows ({small}): backward {backward_small_us:.0f} us, only"
       f" {backward_speedup_from_fewer_rows:.1f} times faster; {backward_small_us_per_node:.0f} us"
       f" per node")
+print(f"fixed part (line through {small} and {FIGURE1_ROWS:,} rows, at zero rows): forward"
+      f" {forward_fixed_us:.0f} us ({100 * forward_fixed_share:.0f}% at {FIGURE1_ROWS:,} rows),"
+      f" backward {backward_fixed_us:.0f} us ({100 * backward_fixed_share:.0f}%); of a step"
+      f" {step_fixed_percent:.0f}% at {FIGURE1_ROWS:,} rows, {step_fixed_percent_small:.0f}% at {small}")
 
 fig, ax = plt.subplots(figsize=(7.6, 3.9), layout="constrained")
 ax.loglog(ROWS, [backward_us_by_rows[r] for r in ROWS], "s-", color="C3", label="backward")
@@ -156,6 +257,6 @@ ax.axvline(FIGURE1_ROWS, color="C7", linewidth=1)
 ax.text(FIGURE1_ROWS * 1.05, ax.get_ylim()[0] * 1.3, "Figure 1", fontsize=8, color="C7")
 ax.set_xlabel("rows in the batch")
 ax.set_ylabel("median CPU time (µs)")
-ax.set_title("Figure 1's step against its batch: flat where tolls dominate", fontsize=10)
+ax.set_title("Figure 1's forward and backward against the batch: flat where the fixed cost dominates", fontsize=10)
 ax.legend(fontsize=8)
 plt.show()

@@ -109,6 +109,7 @@ small_grad_ns = best[small, "requires_grad"]
 small_no_grad_ns = best[small, "no_grad"]
 small_inference_ns = best[small, "inference_mode"]
 record_toll_ns = toll(small)
+toll_per_thousand_ops_us = record_toll_ns * 1000 / 1000  # a forward of 1,000 small operations, in µs
 toll_ns = {n: toll(n) for n in SIZES}
 mid = 4096
 toll_mid_ns = toll_ns[mid]
@@ -131,7 +132,8 @@ view_inference_over_no_grad = ratio(1, "view of an inference tensor, inference_m
                                     "view, no_grad")
 large_no_grad_ns = best[large, "no_grad"]
 large_no_grad_us = large_no_grad_ns / 1000
-toll_share_at_large = record_toll_ns / large_no_grad_ns
+toll_share_at_large = toll_ns[large] / large_no_grad_ns  # the toll measured at that size
+toll_percent_at_large = 100 * toll_share_at_large
 large_plain_us = best[large, "plain"] / 1000
 large_grad_us = best[large, "requires_grad"] / 1000
 large_grad_over_no_grad = ratio(large, "requires_grad", "no_grad")
@@ -196,7 +198,9 @@ print(f"  at {large:,} elements: requires_grad / no_grad {large_grad_over_no_gra
       f" inference_mode / no_grad {large_inference_over_no_grad:.2f}")
 print("recording toll (requires_grad - no_grad, median of side-by-side differences): "
       + ", ".join(f"{n:,} el {toll_ns[n]:,.0f} ns" for n in SIZES))
-print(f"toll at {mid:,} elements / toll at 1: {toll_mid_over_small:.2f}")
+print(f"toll at {mid:,} elements / toll at 1: {toll_mid_over_small:.2f}; at {large:,} elements the"
+      f" toll is {toll_percent_at_large:.1f}% of the no_grad call")
+print(f"a forward of 1,000 one-element operations pays {toll_per_thousand_ops_us:,.0f} us of recording toll")
 print(f"t.view(-1), one element: normal tensor under no_grad {view_no_grad_ns:,.0f} ns; in"
       f" inference_mode {view_normal_inference_ns:,.0f} ns (x{view_normal_inference_over_no_grad:.2f});"
       f" an inference tensor {view_inference_ns:,.0f} ns (x{view_inference_over_normal:.2f} of that,"

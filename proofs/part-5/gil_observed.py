@@ -50,11 +50,17 @@ def ticker():
 
 
 def machine_busy_seconds():
-    """CPU time used by everything on the machine, in seconds, from /proc/stat (Linux)."""
+    """CPU time used on the cores this process may run on, in seconds, from /proc/stat's per-core
+    lines (Linux): in a container, the whole machine's line would count other containers' cores."""
+    mine = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+    busy = 0
     with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:9]]
-    user, nice, system, idle, iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+        for line in f:
+            name, *rest = line.split()
+            if name in mine:
+                user, nice, system, idle, iowait, irq, softirq, steal = map(int, rest[:8])
+                busy += user + nice + system + irq + softirq + steal
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 m = torch.rand(1024, 1024)

@@ -14,8 +14,9 @@ in, and reads, from Linux's /proc/self/status and /proc/self/smaps, its resident
 every library mapped from the torch package how many bytes are mapped and how many resident
 (in memory now), and how much is resident in anonymous memory (backed by no file: the heap
 and the like) and in other files. In the third child it then builds what Figure 1's program
-builds next, a model and a torch.optim.Adam over its parameters, and times that too (one
-run), counting the modules it imports. Three children run one after the
+builds next, a model and a torch.optim.Adam over its parameters, and times the optimizer's construction (one
+run), counting the modules it imports and recording, with a finder put first on sys.meta_path
+that finds nothing itself, torch's frames on the stack when torch._dynamo is first imported. Three children run one after the
 other; the script reports the median of each other number. Before the first child, the
 script reads torch's library files once, so that no child waits for the disk: what is timed is
 the loading, not the reading of the files (the operating system keeps them in its page cache
@@ -60,6 +61,7 @@ run = {"seconds": seconds, "load_seconds": load_seconds, "modules": len(sys.modu
                       if str(getattr(m, "__file__", "")).endswith((".so", ".pyd"))],
        "rss_before_kib": before_rss, "rss_after_kib": rss_after, "page_kib": os.sysconf("SC_PAGE_SIZE") // 1024}
 torch_dir = os.path.dirname(torch.__file__)
+real_dir = os.path.realpath(torch_dir)   # /proc/self/smaps names files by their real path
 libs, kinds, current, kind = {}, {"anonymous": 0, "other files": 0, "numpy": 0}, None, None
 for line in open("/proc/self/smaps"):
     fields = line.split()
@@ -71,7 +73,7 @@ for line in open("/proc/self/smaps"):
                 kinds[kind] += int(fields[1])
         continue
     path = fields[5] if len(fields) >= 6 else ""
-    current = os.path.basename(path) if path.startswith(torch_dir) and ".so" in path else None
+    current = os.path.basename(path) if path.startswith(real_dir) and ".so" in path else None
     kind = None if current else "anonymous" if path in ("", "[heap]", "[stack]") or path.startswith(
         "[anon") else ("numpy" if "/numpy" in path else "other files") if path.startswith("/") else None
     if current:
@@ -82,11 +84,21 @@ sys.stderr.write("MARK\n")
 if sys.argv[1:] != ["optimizer"]:
     print(json.dumps(run))
     raise SystemExit
-t2, before_optimizer = time.perf_counter(), len(sys.modules)
+import traceback
+stack = []
+class Watch:   # on sys.meta_path: sees who first imports torch._dynamo, finds nothing itself
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch._dynamo" and not stack:
+            stack.extend((os.path.relpath(f.filename, os.path.dirname(torch_dir)), f.name, f.line)
+                         for f in traceback.extract_stack() if f.filename.startswith(torch_dir))
+        return None
+sys.meta_path.insert(0, Watch())
 model = torch.nn.Linear(8, 8)
+t2, before_optimizer = time.perf_counter(), len(sys.modules)
 optimizer = torch.optim.Adam(model.parameters())         # what Figure 1's program builds next
 run.update(optimizer_seconds=time.perf_counter() - t2, optimizer_modules=len(sys.modules) - before_optimizer,
-           compiler_after_optimizer=sum(m in sys.modules for m in ("torch._dynamo", "torch._inductor")))
+           compiler_after_optimizer=sum(m in sys.modules for m in ("torch._dynamo", "torch._inductor")),
+           dynamo_stack=stack)
 print(json.dumps(run))
 """.replace("MARK", MARK)
 LOADING = "the loader: libraries, start-up functions"
@@ -166,6 +178,14 @@ n_optimizer_modules = fastest["optimizer_modules"]
 optimizer_brings_compiler = all(r["compiler_after_optimizer"] == 2 for r in with_optimizer)
 optimizer_vs_import = optimizer_s / import_s
 optimizer_groups = sorted(((v, g) for g, v in fastest["optimizer_groups"].items()), reverse=True)
+dynamo_stack = fastest["dynamo_stack"]            # (file, function, line) of torch's frames, outermost first
+stack_text = " > ".join(f"{fn} ({path})" for path, fn, _ in dynamo_stack)
+# The decorator's mechanism, observed: torch._dynamo is first imported by the wrapper in torch/_compile.py,
+# called by the line of torch/optim/optimizer.py that calls self.add_param_group (the wrapper runs first).
+calling_line = dynamo_stack[-2][2] if len(dynamo_stack) > 1 else ""
+decorator_imports_dynamo = (len(dynamo_stack) > 1 and dynamo_stack[-1][0] == os.path.join("torch", "_compile.py")
+                            and dynamo_stack[-2][0] == os.path.join("torch", "optim", "optimizer.py")
+                            and "add_param_group(" in calling_line)
 
 times_text = ", ".join(f"{r['seconds']:.2f}" for r in runs)
 print(f"import torch in {CHILDREN} fresh interpreters (subprocess, sys.executable, -X importtime): "
@@ -195,6 +215,8 @@ print(f"  torch's libraries resident in all: {torch_resident_mib:.0f} MiB of {rs
 print(f"then torch.optim.Adam over an nn.Linear(8, 8), in the last child: "
       f"{optimizer_s:.2f} s, {n_optimizer_modules:,} more "
       f"modules; torch._dynamo and torch._inductor imported now: {optimizer_brings_compiler}")
+print(f"  who first imported torch._dynamo (torch's frames, outermost first): {stack_text}; "
+      f"the optimizer.py line: {calling_line}")
 OPTIMIZER_GROUPS = ("mpmath", "sympy", "torch._dynamo", "torch._inductor", "torch.distributed")
 optimizer_group_s = dict((g, v) for v, g in optimizer_groups)
 print("  groups of modules it imported, by name (self time):")

@@ -86,6 +86,14 @@ GROUPS = {  # what each section holds, for the figure
     "writable data": (".data", ".data.rel.ro", ".data.rel.ro.local", ".got", ".got.plt",
                       ".tdata", ".init_array", ".fini_array", ".dynamic"),
 }
+def dynamic_tags(data, secs):
+    """The tags of the .dynamic section's entries (each a 64-bit tag and a 64-bit value)."""
+    offset, size, _, _ = secs[".dynamic"]
+    return {struct.unpack_from("<q", data, offset + i)[0] for i in range(0, size, 16)}
+
+
+
+
 LIBS = ["libtorch_cpu.so", "libtorch_python.so"]
 layout, counts = {}, {}
 for name in LIBS:
@@ -104,6 +112,7 @@ for name in LIBS:
     layout[name] = (total, loaded, parts, secs)
     if name == "libtorch_cpu.so":
         n_init, init_names = initializers(data, secs)
+        cpu_tags = dynamic_tags(data, secs)
     del data
 
 cpu_total, cpu_loaded, cpu_parts, cpu_secs = layout["libtorch_cpu.so"]
@@ -165,7 +174,9 @@ handwritten_register = sorted({f for f in constructor_files if f.startswith("Reg
 handwritten_register_text = ", ".join(handwritten_register) or "none"
 by_template = collections.Counter(t for t, _ in generated.values())
 by_template_text = ", ".join(f"{t} {n}" for t, n in sorted(by_template.items(), key=lambda tn: (-tn[1], tn[0])))
-has_init_function = ".init" in cpu_secs
+
+DT_INIT, DT_INIT_ARRAY = 12, 25           # the loader runs DT_INIT's function, then DT_INIT_ARRAY's list
+has_init_function = DT_INIT in cpu_tags and DT_INIT_ARRAY in cpu_tags
 python_init = layout["libtorch_python.so"][3][".init_array"][1] // 8
 
 print(f"libtorch_cpu.so: {cpu_file_bytes:,} bytes on disk")
@@ -181,7 +192,7 @@ print(f"  {n_generated_initializers} of those files were written by a code gener
       f"the templates it ships): {n_by_torchgen} by torchgen, {n_by_autograd_generators} by tools/autograd; "
       f"per template: {by_template_text}")
 print(f"  hand-written, with a name starting Register: {handwritten_register_text}")
-print(f"  before .init_array the loader runs .init (DT_INIT): {has_init_function}")
+print(f"  .dynamic has DT_INIT (run first) and DT_INIT_ARRAY (the list): {has_init_function}")
 print(f"libtorch_python.so: .init_array holds {python_init} start-up functions")
 
 fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")

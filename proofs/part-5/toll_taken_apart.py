@@ -35,13 +35,17 @@ station (parsing, the __torch_function__ check, the code around the call) is mea
 sibling: torch.is_same_size(a, b) goes through a generated binding of the same kind, with two
 tensor arguments, to a kernel that only compares sizes; timed whole, less Python's part, the
 GIL's and its own at::_ops::is_same_size::call (which returns a bool: any machine), it leaves
-what its binding costs. torch.add's binding has more to read (two signatures, four
-parameters), so its own share is likely a little more.
+what its binding costs.
 
-The prediction: the nine stations, added up, against the whole call. Stations timed alone
-through ctypes need not add up exactly: they run with ctypes' own code between their calls.
-For Part 3's ladder, which takes its allocation step as torch.add(a, b) against
-torch.add(a, b, out=c), the script also times the out= call. Calls run in batches of 200,
+The prediction: the nine stations, added up, against the whole call. Stations 1 and 3 enter
+the sum twice, once as themselves and once taken away from the sibling to give station 2, so
+they cancel: what the sum tests is that torch.is_same_size(a, b) timed whole, with its own C++
+taken out and add's C++ stations (each timed alone through ctypes) put in, costs what
+torch.add(a, b) costs. Stations timed alone need not add up exactly: they run with ctypes' own
+code between their calls, and add's binding is not is_same_size's.
+For the pricing of a fresh result as torch.add(a, b) against torch.add(a, b, out=c), as
+Part 0 does, the script also times the out= call; and it times torch.add on 2**20 elements,
+25 times, to say how many elements of adding the toll is worth. Calls run in batches of 200,
 each after 20 untimed calls of the same kind, so that a batch does not pay for the code its
 neighbour left in the caches; every variant runs once per round, 300 rounds after 5 of
 warm-up, timed with this thread's CPU time (time.thread_time_ns, so that moments when
@@ -332,16 +336,28 @@ total_ns = extra["total"]
 (python_ns, binding_ns, gil_ns, dispatcher_ns, autograd_ns, kernel_ns, alloc_ns, wrap_ns,
  free_ns) = pieces.values()
 made_ns = extra["made"]                      # allocating, wrapping and freeing the result, together
-bookkeeping_ns = autograd_ns + made_ns        # the autograd kernel, allocating, wrapping, freeing
-python_side_ns = python_ns + binding_ns       # stations 1 and 2: the interpreter's call and the binding
-cpp_ns = total_ns - python_ns - binding_ns - gil_ns   # what the call leaves for stations 4 to 9
+above_cpp_ns = python_ns + binding_ns + gil_ns   # stations 1 to 3: up to the dispatcher
+cpp_ns = total_ns - above_cpp_ns              # what the call leaves for stations 4 to 9
 cpp_alone_ns = extra["cpp_alone"]             # stations 4 to 9 timed alone, as one ctypes call
-predicted_total_ns = python_ns + binding_ns + gil_ns + cpp_alone_ns
+predicted_total_ns = sum(pieces.values())     # the nine stations added up, as the figure stacks them
 measured_over_predicted = total_ns / predicted_total_ns
+top_three_ns = kernel_ns + alloc_ns + autograd_ns     # stations 6, 7 and 5
+second_ns = max(ns for name, ns in pieces.items() if name != STATIONS[5][0])   # the largest but the kernel
 out_call_ns = median(t - l for t, l in zip(per_round["torch.add(a, b, out=c)"], per_round["loop"]))
 ladder_alloc_ns = extra["ladder_alloc"]       # what a ladder calls allocating: add less add(out=)
 out_costs_ns = made_ns - ladder_alloc_ns       # what passing out= and checking it cost instead
 missing = [name for name, ns in pieces.items() if math.isnan(ns)]
+# Where the toll stops mattering: the same torch.add on 2**20 elements, on this one thread, gives the
+# add's own cost per element; the toll is worth that many elements of work.
+N_BIG = 1 << 20
+big_a, big_b = torch.randn(N_BIG), torch.randn(N_BIG)
+big_times = []
+for _ in range(25):
+    t0 = time.thread_time_ns()
+    add(big_a, big_b)
+    big_times.append(time.thread_time_ns() - t0)
+ns_per_element = (median(big_times) - total_ns) / N_BIG
+toll_in_elements = total_ns / ns_per_element      # a tensor this size spends as long adding as on the toll
 table = torch._C._dispatch_dump_table("aten::add.Tensor")      # private: torch._C._dispatch_*
 cpu_file = re.search(r"^CPU: registered at \S*/(\w+\.cpp)", table, re.M).group(1)
 autograd_file = re.search(r"^AutogradCPU: registered at \S*/(\w+\.cpp)", table, re.M).group(1)
@@ -363,11 +379,16 @@ else:
     print(f"stations 4 to 9 timed alone, as one call of add_Tensor::call: {cpp_alone_ns:,.0f} ns; "
           f"inside torch.add they have {cpp_ns:,.0f} ns (the whole less stations 1 to 3)")
     print(f"prediction, stations 1 to 9 added up: {predicted_total_ns:,.0f} ns; measured {total_ns:,.0f} ns "
-          f"({measured_over_predicted:.2f} of the prediction)")
+          f"({measured_over_predicted:.2f} of the prediction; stations 1 and 3 cancel out of the sum)")
+    print(f"stations 5 to 7 (autograd, the CPU kernel, allocating): {top_three_ns:,.0f} ns, "
+          f"{top_three_ns / total_ns:.0%} of the call; the kernel {kernel_ns:,.0f} ns, the next largest "
+          f"station {second_ns:,.0f} ns")
     print(f"allocating, wrapping and freeing the result, together: {made_ns:,.0f} ns")
     print(f"torch.add(a, b, out=c): {out_call_ns:,.0f} ns; torch.add(a, b) less that (a ladder's "
           f"'allocation' step): {ladder_alloc_ns:,.0f} ns: the out= call saves {made_ns:,.0f} ns and pays "
           f"{out_costs_ns:,.0f} ns for passing out= and checking it")
+print(f"torch.add on {N_BIG:,} elements (median of 25, this thread): {ns_per_element:.2f} ns per element, "
+      f"so the toll is worth about {toll_in_elements:,.0f} elements of adding")
 print("each variant's median, ns per call:")
 for name, times in per_round.items():
     print(f"  {name:32s}{median(times):8,.0f}")
@@ -388,8 +409,15 @@ for row, ((name, where), ns, colour) in enumerate(zip(STATIONS, pieces.values(),
     start += width
 ax.set_yticks(range(len(STATIONS)), [f"{i + 1}  {n}" for i, (n, _) in enumerate(STATIONS)], fontsize=8)
 ax.axvline(total_ns, color="C7", lw=1, ls="--")
-ax.text(total_ns, -0.6, f"the whole call, timed whole: {total_ns:,.0f} ns ", fontsize=8, ha="right",
+whole_first = total_ns <= start           # the label of the smaller of the two stands to the left
+ax.text(total_ns, -0.6, f"the whole call, timed whole: {total_ns:,.0f} ns " if whole_first else
+        f" the whole call, timed whole: {total_ns:,.0f} ns", fontsize=8, ha="right" if whole_first else "left",
         va="center", color="C7")
+if start > 0:
+    ax.axvline(start, color="C7", lw=1, ls=":")
+    ax.text(start, -0.6, f" the nine added up: {start:,.0f} ns" if whole_first else
+            f"the nine added up: {start:,.0f} ns ", fontsize=8, ha="left" if whole_first else "right",
+            va="center", color="C7")
 ax.set_xlim(0, max(start, total_ns) * 1.6)
 ax.set_ylim(len(STATIONS) - 0.35, -0.95)
 ax.set_xlabel("ns, each station timed alone, in the order a call meets them", fontsize=9)

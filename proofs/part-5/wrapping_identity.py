@@ -39,7 +39,9 @@ a, b, c = torch.randn(3), torch.randn(3), torch.empty(3)
 
 inplace_returns_self = a.add_(b) is a
 out_returns_out = torch.add(a, b, out=c) is c
-fresh_is_new = torch.add(a, b) is not torch.add(a, b)
+fresh = torch.add(a, b)   # a new TensorImpl: a new Python object, unlike the calls above and a.contiguous()
+fresh_is_new = (fresh._cdata not in (a._cdata, b._cdata, c._cdata) and fresh is not a and fresh is not b
+                and a.contiguous() is a)   # the same TensorImpl back gives the same object, a new one a new one
 view_base_is_a = a[1:]._base is a
 
 g = torch.ones(3)
@@ -62,7 +64,7 @@ x.grad = None
 strong_after_release, _, _ = refcount_word(back)
 
 print(f"a.add_(b) is a: {inplace_returns_self}; torch.add(a, b, out=c) is c: {out_returns_out};"
-      f" two torch.add(a, b) give two objects: {fresh_is_new}; a[1:]._base is a: {view_base_is_a}")
+      f" torch.add(a, b) is a new TensorImpl with a new object, while a.contiguous() is a: {fresh_is_new}; a[1:]._base is a: {view_base_is_a}")
 print(f"g = torch.ones(3): TensorImpl strong count {strong_alone}, weak {weak_alone}, "
       f"kHasPyObject {has_py_alone}")
 print(f"after x.grad = g: strong count {strong_held} (the Python object, and x's autograd data); references "
@@ -97,4 +99,5 @@ for ax, (title, strong, has_py, held) in zip(axes, STATES):
         ax.text(0.81, 0.47, "holds", fontsize=7)
     ax.set_title(title, fontsize=9, family="monospace")
 fig.suptitle("One Python object per tensor; C++ keeps it alive while it holds the tensor", fontsize=10)
+fig.add_artist(plt.Line2D([0.5, 0.5], [0.04, 0.86], color="C7", lw=1, ls="--"))   # before | after
 plt.show()
