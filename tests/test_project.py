@@ -27,7 +27,7 @@ BY_HAND_LIMIT_S = 15
 # These proofs run Inductor, which runs the C++ compiler for each graph it compiles, cold (Part 7):
 # seconds of gcc no smaller proof could replace. They get their own budget, well inside the
 # build's per-proof limit of 300 s.
-COMPILING = {"part-7/compile_pays_back.py", "part-7/inductor_wrote.py"}
+COMPILING = {"part-7/compile_pays_back.py", "part-7/inductor_wrote.py", "part-7/step_timeline.py"}
 COMPILING_LIMIT_S = 90
 UNIT = re.compile(r"(?<![\w.#:])\d[\d,]*(?:\.\d+)?\s?(?:µs|us|ns|ms|s|KB|MB|GB|KiB|MiB|GiB|%)(?!\w)")
 PROOF_LINK = re.compile(r"\[[^\]]*\]\([^)]*proofs/[^)]*\)")

@@ -259,13 +259,25 @@ first_extra_s = cold_total_s - eager_first[0]
 break_even_steps = first_extra_s / (saving_us / 1e6) if saving_us > 0 else float("inf")
 FIGURE_1_STEPS = 200
 break_even_runs = break_even_steps / FIGURE_1_STEPS
-break_even_text = (f"after about {break_even_steps:,.0f} steps, {break_even_runs:,.0f} runs of Figure 1's loop"
-                   if saving_us > 0 else "never: its steady step was no faster than eager's")
+def two_figures(n):
+    """n rounded to two significant figures, written out: 1,166,045 -> '1,200,000'."""
+    return f"{float(f'{n:.2g}'):,.0f}"
+
+
+if saving_us <= 0:
+    break_even_text = "never: its steady step was no faster than eager's"
+else:
+    break_even_text = (f"after about {two_figures(break_even_steps)} steps "
+                       f"({two_figures(break_even_runs)} runs of Figure 1's loop)")
+    if recipe_speedup_low <= 1:
+        break_even_text += (f", and only if its saving is real: round by round the compiled loop ran at "
+                            f"{recipe_speedup_low:.2f} to {recipe_speedup_high:.2f} times eager's speed, "
+                            f"so the saving is within the noise")
 fused_saving_us = eager_us - fused_us
 beats_fused_by_us = fused_us - recipe_us
 break_even_vs_fused_steps = (first_extra_s / (beats_fused_by_us / 1e6) if beats_fused_by_us > 0
                              else float("inf"))
-break_even_vs_fused_text = (f"after about {break_even_vs_fused_steps:,.0f} steps" if beats_fused_by_us > 0
+break_even_vs_fused_text = (f"after about {two_figures(break_even_vs_fused_steps)} steps" if beats_fused_by_us > 0
                             else "never: it was not faster than fused Adam")
 same_loss = cold["same_loss"]
 

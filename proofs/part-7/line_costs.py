@@ -113,6 +113,9 @@ zero_grad_us = line_us[LINES[4]]
 item_us = line_us[LINES[5]]
 optimizer_us_per_op = optimizer_us / ops[LINES[3]]
 backward_us_per_op = backward_us / ops[LINES[2]]
+predicted_backward_us = predicted_us[LINES[2]]
+backward_over_toll = backward_us / predicted_backward_us
+backward_share = backward_us / step_us
 optimizer_share = optimizer_us / step_us
 small_lines_share = (zero_grad_us + item_us) / step_us
 

@@ -29,7 +29,11 @@ state on it (work that happens once). All counts are exact: integers.
 
 Backward's detach operators are accounted for by a second backward while every .grad already
 exists: AccumulateGrad takes a fresh gradient as the parameter's .grad with detach()
-(torch/csrc/autograd/functions/accumulate_grad.h) only when there is none yet.
+(torch/csrc/autograd/functions/accumulate_grad.h) only when there is none yet. And the same
+forward pass, loss and backward run once more under torch.profiler with no mode active: while a
+dispatch mode is active, the shallow copy autograd makes of a tensor it saves is routed through
+the mode as a detach (TensorImpl::shallow_copy_and_detach_core, c10/core/TensorImpl.cpp), so a
+detach the mode sees that the profiler does not exists only because the mode watches.
 """
 import os
 import sys
@@ -217,6 +221,27 @@ backward_detaches = sum(op.__name__ == "detach.default" for op in op_names_raw[L
 detaches_with_grads = sum(op.__name__ == "detach.default" for op in operators_with_grads.ops)
 accumulate_grad_detaches = backward_detaches - detaches_with_grads
 
+# The same forward, loss and backward with no mode active, under torch.profiler: which detaches
+# run when nothing watches from Python?
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+optimizer.zero_grad()                     # every .grad None again, as on the counted step
+sys.stderr.flush()
+_saved_stderr, _devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+os.dup2(_devnull, 2)                      # Kineto's dated start/stop lines differ on every run
+try:
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        loss_fn(model(x), y).backward()
+finally:
+    os.dup2(_saved_stderr, 2)
+    os.close(_saved_stderr)
+    os.close(_devnull)
+optimizer.zero_grad()
+profiler_detaches = sum(e.name == "aten::detach" for e in prof.events())
+forward_detaches = sum(op.__name__ == "detach.default" for op in op_names_raw[LINES[0]])
+mode_only_detaches = forward_detaches + backward_detaches - profiler_detaches
+detaches_explained = profiler_detaches == accumulate_grad_detaches and mode_only_detaches == 2
+
 # Values the page cites.
 step_ops = sum(c[4] for c in counts.values())
 forward_ops = counts[LINES[0]][4] + counts[LINES[1]][4]
@@ -250,6 +275,8 @@ print(f"backward ran each node the forward pass and the loss recorded, once, and
       f"{ran_exactly_the_recorded_nodes}")
 print(f"backward's detach calls: {backward_detaches} with every .grad None, {detaches_with_grads} when the "
       f".grads already exist: {accumulate_grad_detaches} are AccumulateGrad taking a new gradient")
+print(f"detach calls in forward and backward: {forward_detaches + backward_detaches} under the dispatch mode, "
+      f"{profiler_detaches} under the profiler with no mode: {mode_only_detaches} exist only because a mode watches")
 print()
 for line in LINES:
     ops = ", ".join(f"{n} x{k}" for n, k in op_names[line].items()) or "(none)"

@@ -19,18 +19,25 @@ order within each of 7 rounds; each number is the lowest batch mean over the rou
 programs only add time). All three start from the same parameters and gradients, and the
 parameters they reach after the timed steps are compared, case by case.
 
-For the 4 big tensors it predicts each time from the bytes moved: a plain copy of the same
-tensors, timed in the same rounds, gives this machine's speed for reading and writing them, and
+For the 4 big tensors it predicts each time from the bytes moved: a plain copy, timed in the
+same rounds, gives this machine's speed for reading and writing them. The copy moves 8 tensors of
+the same size into 8 others, 16 MiB in all, as many bytes as the fused step's parameters,
+gradients and two averages hold, so that the copy and Adam run from the same level of the memory
+hierarchy on any machine: on a CPU whose last-level cache holds 16 MiB that is the cache's speed,
+not main memory's (the size is read from /sys/devices/system/cpu/cpu0/cache, where Linux has it,
+and printed; 0 where it is not known). And
 each implementation's passes over a tensor's worth of memory are counted from its code
 (_single_tensor_adam: lerp_ reads 2 and writes 1, mul_ 1 and 1, addcmul_ 3 and 1, sqrt 1 and 1,
 the division 1 and 1, add_ 1 and 1, addcdiv_ 3 and 1: 19 passes; the fused kernel reads the
 parameter, its gradient and both averages and writes three of them back: 7 passes). The
-prediction holds where the kernels are vectorised: torch.backends.cpu.get_cpu_capability() is
-read, and with none (DEFAULT) the arithmetic, not the memory, sets the time.
+prediction holds where the kernels are vectorised: on x86, torch.backends.cpu.get_cpu_capability()
+is read, and with none (DEFAULT) the arithmetic, not the memory, sets the time; on arm64 ATen's
+vector type is NEON in every build, whatever that function reports.
 """
 import contextlib
 import importlib.util
 import os
+import platform
 import re
 import sys
 import time
@@ -161,8 +168,9 @@ foreach_cpu_is_slow_path = foreach_sqrt_cpu_kernel.endswith("_slow") and not for
 # Timing: rounds of interleaved batches, lowest batch mean.
 cases = [(n, NUMEL) for n in COUNTS] + [(4, BIG)]
 setups = {(case, kind): make(*case, **options) for case in cases for kind, options in KINDS.items()}
-copy_src = [torch.randn(BIG) for _ in range(4)]
-copy_dst = [torch.empty(BIG) for _ in range(4)]
+COPY_TENSORS = 8                                  # 8 in, 8 out: 16 MiB, the fused step's working set
+copy_src = [torch.randn(BIG) for _ in range(COPY_TENSORS)]
+copy_dst = [torch.empty(BIG) for _ in range(COPY_TENSORS)]
 
 
 def plain_copy():
@@ -197,18 +205,42 @@ fused_max_diff = max(float((final[case, "fused"] - final[case, "for-loop"]).abs(
 fused_agrees = fused_max_diff < 1e-5
 
 # Bytes over bandwidth, for the 4 big tensors.
-vector_kernels = torch.backends.cpu.get_cpu_capability() != "DEFAULT"
 cpu_capability = torch.backends.cpu.get_cpu_capability()
+arm64 = platform.machine().lower() in ("arm64", "aarch64")
+vector_kernels = cpu_capability != "DEFAULT" or arm64
+
+
+def last_level_cache_mib():
+    """The largest cache of CPU 0 that Linux's sysfs lists, in MiB (0 where it lists none)."""
+    sizes = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in (os.listdir(base) if os.path.isdir(base) else []):
+        try:
+            text = open(os.path.join(base, entry, "size")).read().strip()
+        except OSError:
+            continue
+        number = int(re.match(r"\d+", text).group(0))
+        sizes.append(number * {"K": 1 / 1024, "M": 1, "G": 1024}.get(text[-1], 1 / 1024 ** 2))
+    return int(max(sizes, default=0))
+
+
+last_cache_mib = last_level_cache_mib()
+WORKING_SET_MIB = 16
+memory_level = ("its last-level cache" if last_cache_mib >= 2 * WORKING_SET_MIB else
+                "main memory" if 0 < last_cache_mib < WORKING_SET_MIB else
+                "its last-level cache or main memory")
 pass_bytes = 4 * BIG * 4                         # one pass over the 4 tensors' worth of float32
-seconds_per_pass = best_copy_us / 2              # a copy reads one pass and writes one
+copy_passes = 2 * COPY_TENSORS // 4              # the copy reads 2 such passes and writes 2
+seconds_per_pass = best_copy_us / copy_passes
 LOOP_PASSES, FUSED_PASSES = 19, 7
 predicted_loop_big_us = LOOP_PASSES * seconds_per_pass
 predicted_fused_big_us = FUSED_PASSES * seconds_per_pass
-copy_gb_per_s = 2 * pass_bytes / (best_copy_us * 1e-6) / 1e9
+copy_gb_per_s = copy_passes * pass_bytes / (best_copy_us * 1e-6) / 1e9
 loop_big_us = best[(4, BIG), "for-loop"]
 fused_big_us = best[(4, BIG), "fused"]
 loop_big_over_predicted = loop_big_us / predicted_loop_big_us
 fused_big_over_predicted = fused_big_us / predicted_fused_big_us
+passes_ratio = LOOP_PASSES / FUSED_PASSES          # what the bytes predict for for-loop / fused
 
 us = {kind: [best[(n, NUMEL), kind] for n in COUNTS] for kind in KINDS}
 figure_1_loop_us = best[(4, NUMEL), "for-loop"]
@@ -218,6 +250,7 @@ foreach_vs_loop_many = best[(256, NUMEL), "for-loop"] / best[(256, NUMEL), "fore
 fused_vs_foreach_many = best[(256, NUMEL), "foreach"] / best[(256, NUMEL), "fused"]
 fused_vs_loop_big = best[(4, BIG), "for-loop"] / best[(4, BIG), "fused"]
 foreach_vs_loop_big = best[(4, BIG), "for-loop"] / best[(4, BIG), "foreach"]
+foreach_vs_loop_few = best[(4, NUMEL), "for-loop"] / best[(4, NUMEL), "foreach"]
 fused_vs_foreach_big = best[(4, BIG), "foreach"] / best[(4, BIG), "fused"]
 loop_us_per_tensor = (best[(256, NUMEL), "for-loop"] - best[(4, NUMEL), "for-loop"]) / 252
 fused_us_per_tensor = (best[(256, NUMEL), "fused"] - best[(4, NUMEL), "fused"]) / 252
@@ -234,15 +267,19 @@ print(f"{'tensors x floats':>18}" + "".join(f"{k:>11}" for k in KINDS))
 for case in cases:
     print(f"{case[0]:>7} x {case[1]:>8,}" + "".join(f"{best[case, k]:>11.1f}" for k in KINDS))
 print(f"fused vs for-loop: {fused_vs_loop_few:.1f}x at 4 tensors, {fused_vs_loop_many:.1f}x at 256, "
-      f"{fused_vs_loop_big:.1f}x at 4 x {BIG:,}; foreach vs for-loop at 256: {foreach_vs_loop_many:.2f}x")
+      f"{fused_vs_loop_big:.1f}x at 4 x {BIG:,}; foreach vs for-loop: {foreach_vs_loop_few:.2f}x at 4 tensors, "
+      f"{foreach_vs_loop_many:.2f}x at 256, {foreach_vs_loop_big:.2f}x at 4 x {BIG:,}")
 print(f"after the same steps, in every case: for-loop == foreach bit for bit: {loop_equals_foreach}; "
       f"fused differs by at most {fused_max_diff:.1e}")
-print(f"\n4 x {BIG:,} floats, bytes over bandwidth (kernels: {cpu_capability}): a plain copy of them took "
-      f"{best_copy_us:.0f} µs ({copy_gb_per_s:.1f} GB/s read + write)")
+print(f"\n4 x {BIG:,} floats, bytes over bandwidth (kernels: {cpu_capability}): a plain copy of "
+      f"{COPY_TENSORS} such tensors ({WORKING_SET_MIB} MiB in and out) took "
+      f"{best_copy_us:.0f} µs ({copy_gb_per_s:.1f} GB/s read + write); last-level cache "
+      f"{last_cache_mib} MiB, so the bytes come from {memory_level}")
 print(f"  for-loop, {LOOP_PASSES} passes: predicted {predicted_loop_big_us:.0f} µs, measured {loop_big_us:.0f} µs "
       f"({loop_big_over_predicted:.2f}x)")
 print(f"  fused, {FUSED_PASSES} passes: predicted {predicted_fused_big_us:.0f} µs, measured {fused_big_us:.0f} µs "
       f"({fused_big_over_predicted:.2f}x)")
+print(f"  for-loop / fused: {fused_vs_loop_big:.2f}x measured, {passes_ratio:.2f}x predicted by the passes")
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), layout="constrained")
 for i, kind in enumerate(KINDS):
@@ -252,7 +289,7 @@ left.plot([4], [predicted_loop_big_us / 16], marker="_", color="C0", markersize=
 left.plot([4], [predicted_fused_big_us / 16], marker="_", color="C2", markersize=14, linestyle="")
 left.set_xlabel("parameter tensors (1,024 floats each)")
 left.set_ylabel("µs per optimizer.step()")
-left.set_title("Time per step\n(★: 4 × 262,144 floats, ÷16; –: bytes predict)", fontsize=10)
+left.set_title("Time per step\n★: 4 tensors of 262,144 floats, time ÷ 16\n–: what their bytes predict", fontsize=9)
 left.legend(fontsize=8)
 right.bar(range(3), [ops_per_step[k, 64] for k in KINDS], color=["C0", "C1", "C2"])
 for i, k in enumerate(KINDS):

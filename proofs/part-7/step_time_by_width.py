@@ -90,6 +90,10 @@ for r in range(ROUNDS):
 best = {w: min(rounds[w], key=sum) for w in WIDTHS}   # the round whose median step was fastest
 parts_us = dict(best)
 step_us = {w: sum(parts_us[w]) for w in WIDTHS}
+# Each part of Figure 1's step against the same part at width 1, where the kernels have almost no work.
+forward_growth_64, backward_growth_64, optimizer_growth_64 = (
+    parts_us[FIGURE_1_WIDTH][i] / parts_us[WIDTHS[0]][i] for i in range(3))
+backward_width_share_64 = 1 - 1 / backward_growth_64   # the share of backward that came with the width
 machinery_us = step_us[WIDTHS[0]]
 params = {w: sum(p.numel() for p in setups[w][0].parameters()) for w in WIDTHS}
 
@@ -123,6 +127,8 @@ for w in WIDTHS:
           f"{step_us[w] / machinery_us:>7.1f}{mark}")
 print(f"operators per step: {operators_per_step} at H={WIDTHS[0]}, {sum(operators[WIDTHS[-1]].values())} at "
       f"H={WIDTHS[-1]}; the same operators, name by name: {same_operators}")
+print(f"each part at H={FIGURE_1_WIDTH} against H=1: forward {forward_growth_64:.2f}x, backward "
+      f"{backward_growth_64:.2f}x, optimizer {optimizer_growth_64:.2f}x")
 print(f"machinery (H=1): {machinery_us:.0f} µs; the step costs twice that at H = {crossover_width:.0f}")
 print(f"at Figure 1's width the machinery is {figure_1_machinery_share:.0%} of the step; "
       f"at H=4096, {largest_machinery_share:.1%}")
