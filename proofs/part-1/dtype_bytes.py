@@ -1,7 +1,8 @@
 """A dtype fixes the bytes per element; a conversion allocates new storage, a dtype view only relabels the bytes.
 
 For common dtypes the proof prints element_size() (and that of every float8 format torch has), the bytes a billion elements take, and
-for floating types the largest value and the step after 1.0 (torch.finfo), then the binary
+for floating types the largest value and the step after 1.0 (torch.finfo), the smallest normal
+value of float16 and bfloat16, then the binary
 exponents of the largest and the smallest normal value and the bits of fraction, which say
 what range and how many digits a format has. It then converts
 a 1 MiB float32 tensor to other dtypes and measures the new storage each time, and
@@ -37,6 +38,9 @@ all_float8_one_byte = len(FLOAT8) >= 2 and set(float8_sizes.values()) == {1}
 print(f"float8 formats: {', '.join(f'{k} {v}' for k, v in float8_sizes.items())} byte(s)")
 float16_max = torch.finfo(torch.float16).max
 bfloat16_max = torch.finfo(torch.bfloat16).max
+float16_tiny = torch.finfo(torch.float16).tiny
+bfloat16_tiny = torch.finfo(torch.bfloat16).tiny
+print(f"smallest normal value: float16 {float16_tiny:.3g}, bfloat16 {bfloat16_tiny:.3g}")
 
 
 def shape_of(dt):

@@ -61,7 +61,9 @@ at::Tensor mul_Tensor(c10::DispatchKeySet ks,
   // 4. The real work, one floor down: the
   //    CPU kernel, with the autograd keys
   //    masked out of ks, and a guard that
-  //    keeps what it calls out of autograd.
+  //    keeps what it calls out of autograd
+  //    (ADInplaceOrView: the key that bumps
+  //    version counters, see below).
   auto _tmp = ([&]() {
     at::AutoDispatchBelowADInplaceOrView guard;
     return at::redispatch::mul(

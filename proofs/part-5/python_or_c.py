@@ -8,6 +8,10 @@ events, the timed expression's own frame left out) and times them on one-element
 tensors with timeit: the CPU time of this thread (time.thread_time) for 2,000 calls, in 25
 rounds that each time every expression once, in an order rotated from round to round, after a
 warm-up. Each keeps its minimum; a ratio is the median over rounds of the ratio within a round.
+
+The operator methods looked at (OPERATORS below): the arithmetic, bitwise, comparison and
+reflected dunders, indexing, the conversions to Python numbers, len, iter, in, hash and the two
+that print (__repr__, __format__); not the in-place ones.
 """
 import statistics
 import sys
