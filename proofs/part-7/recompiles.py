@@ -10,8 +10,9 @@ reasons are Dynamo's own, caught from the `recompiles` logging artifact
 torch._dynamo.guards.__recompiles, written in torch/_dynamo/guards.py), which the script
 raises without. After a size has changed once, Dynamo marks it dynamic (automatic dynamic
 shapes, torch._dynamo.config.automatic_dynamic_shapes) and the next graph takes any size
-there. The number of graphs Dynamo keeps per function is torch._dynamo.config.recompile_limit
-(private module; read here). Also private: torch._dynamo.reset().
+there. The number of graphs Dynamo keeps for one function's code, counted separately for each
+object it matches by identity (such as a module instance), is
+torch._dynamo.config.recompile_limit (private module; read here). Also private: torch._dynamo.reset().
 
 Last, the same function (a copy of its code) with the batch dimension marked dynamic before the
 first call, with torch._dynamo.mark_dynamic: its first graph already takes the batch as a
