@@ -9,7 +9,8 @@ grain to 1M together (one thread's best times summed, over two threads' summed),
 size spoiled by a noisy moment moves it little. These are wall times (time.perf_counter_ns): the point is how long the caller waits,
 and with two threads the work is spread over two clocks. It also counts the threads a call
 woke: the threads whose CPU time grew by at least a quarter of the busiest one's during
-0.1 s of calls with two threads allowed, read per thread from /proc/self/task (Linux;
+0.1 s of calls with two threads allowed (with two allowed, every thread woken above the grain
+also works, so this count cannot tell waking from working), read per thread from /proc/self/task (Linux;
 elsewhere it divides process CPU time by wall time). A woken OpenMP worker spins a little
 before it sleeps again, and that counts too; a worker that was not woken does not spin. It
 counts them for sigmoid (which takes the default grain) at GRAIN_SIZE and one element more,
@@ -19,9 +20,10 @@ MKL's vector math function (ATen/cpu/vml.h), at 1,024. MKL splits that call itse
 same OpenMP threads, without ATen's grain: torch.set_num_threads also switches MKL's dynamic
 adjustment off (mkl_set_dynamic(false)); the script then switches it back on through MKL's
 own MKL_Set_Dynamic (found with ctypes in libtorch_cpu, where MKL is linked in) and counts
-again. Two threads can only be faster on two free cores, so while it times, the
-script also reads how much CPU the rest of the machine used (/proc/stat minus its own CPU
-time; Linux) and reports the cores left free. On a machine with a single core two threads
+again. Two threads can only be faster while a second core has time to spare, so while it times,
+the script also reads how much CPU the rest of the machine used (/proc/stat minus its own CPU
+time; Linux) and reports the cores left free, on average over the run; the speed-up keeps
+each size's best batch, so on a busy machine it can come from the run's calmer moments. On a machine with a single core two threads
 cannot run at once, so only the below-the-grain half of the story can show there.
 """
 import ctypes

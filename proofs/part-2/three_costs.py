@@ -128,9 +128,9 @@ ax1.set_ylabel("time per call (µs)")
 ax1.set_title("per call: flat, then the work")
 ax1.legend(frameon=False, loc="upper left")
 tail = [n for n in SIZES if n >= 1 << 12]  # below, the work is lost in the toll's noise
-ax2.plot(tail, [work_ns(add_ns, n) for n in tail], "o-", color="C0", label="add: 12 bytes, 1 addition")
+ax2.plot(tail, [work_ns(add_ns, n) for n in tail], "o-", color="C0", label="add: 16 bytes moved (12 asked for), 1 addition")
 ax2.plot(tail, [work_ns(pow_ns, n) for n in tail], "s-", color="C3",
-         label="x ** 2.5: 8 bytes, dozens of operations")
+         label="x ** 2.5: 12 bytes moved (8 asked for), dozens of operations")
 ax2.axvline(CACHE_N, ls=":", color="C7")
 ax2.axvline(BIG_N, ls=":", color="C7")
 ax2.annotate("in cache", (CACHE_N, 0.5), xycoords=("data", "axes fraction"), xytext=(3, 0),
