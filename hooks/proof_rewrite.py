@@ -10,6 +10,7 @@ imports MkDocs, so another generator needs only a glue of its own.
 
 from __future__ import annotations
 
+import html as html_module
 import re
 from dataclasses import dataclass, field, replace
 
@@ -121,6 +122,29 @@ def _open_boxes_with_failures(html: str) -> str:
     for at in sorted(opened, reverse=True):
         html = html[:at] + " open" + html[at:]
     return html
+
+
+# A value or claim the Markdown then set as code: its span shows as text ("&lt;span class=...").
+_SHOWN_AS_TEXT = re.compile(r'&lt;span class="proof-(?:claim|value)[^"]*"([^\n]*?)&gt;\[(?:&lt;code&gt;)?(.*?)(?:&lt;/code&gt;)?\]'
+                            r'\([^ )]*(?: "([^"]*)")?\)')
+_SHOWN_CONDITION = re.compile(r'data-condition="([^"]*)"')
+_SHOWN_VALUE = re.compile(r"^(\w+), measured by proofs/(\S+)$")
+
+
+def shown_as_text(html: str) -> list[tuple[str, str]]:
+    """Values and claims that a page's HTML shows as raw markup inside code, in order, each as
+    (its link text, a string its link holds in the page's source: "#?CONDITION" or "PATH#VAR").
+    Markdown took the lines around them for a code block: a line of a deeper aside or of a list
+    item that lost its four spaces of indent ends the block, and the indented lines after it
+    become code."""
+    found = []
+    for attributes, text, title in _SHOWN_AS_TEXT.findall(html):
+        condition = _SHOWN_CONDITION.search(attributes)
+        value = _SHOWN_VALUE.match(html_module.unescape(title or ""))
+        needle = (f"#?{html_module.unescape(condition[1])}" if condition
+                  else f"{value[2]}#{value[1]}" if value else "")
+        found.append((html_module.unescape(text), needle))
+    return found
 
 
 def anchor_ids(html: str) -> set[str]:

@@ -152,9 +152,21 @@ def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files
         return proof_catalogue.with_lazy_tables(html)
     done = _build.cards.get(page.file.src_uri)
     html = proof_rewrite.place_cards(html, done.cards, done.stamp) if done else html
+    for text, needle in proof_rewrite.shown_as_text(html):
+        log.error(_shown_as_text(page, text, needle))
     if page.present_anchor_ids is not None:  # so MkDocs' anchor check sees the cards and claims
         page.present_anchor_ids.update(proof_rewrite.anchor_ids(html))
     return html
+
+
+def _shown_as_text(page: Page, text: str, needle: str) -> str:
+    """Where a link that the page shows as raw markup stands in its source, and how to fix it."""
+    source = page.file.content_string
+    at = source.find(needle) if needle else -1
+    where = f"docs/{page.file.src_uri}" + (f":{source.count(chr(10), 0, at) + 1}" if at >= 0 else "")
+    return (f"{where}: the link [{text}](...) is shown as code, its markup as text: Markdown took the lines "
+            f"around it for a code block. A line above it in the same deeper aside or list item has lost "
+            f"its four spaces of indent; indent it as the others are")
 
 
 @event_priority(-100)  # after the search plugin has indexed the page

@@ -162,3 +162,19 @@ def test_a_page_with_front_matter_is_reported_at_its_own_line_numbers(site):
     site.page("index.md", "---\ntitle: Home\ndescription: two lines of front matter\n---\n\n# Home\n\n[p.py](../proofs/p.py)\n")
     result = site.build()
     assert log_lines(result, "WARNING") == ["proofs: docs/index.md:8: proofs/p.py exited with status 4"]
+
+
+def test_a_link_that_lost_its_indent_inside_a_deeper_aside_fails_and_says_where(site):
+    """A line of a deeper aside that lost its four spaces ends the aside; Markdown then takes the
+    indented lines after it for code, and a value there would show its markup as text."""
+    site.proof("p.py", "x = 3\nprint(x)\n")
+    site.page("index.md", "# Home\n\n??? deeper \"More\"\n\n    One line.\nA line that lost its indent.\n\n"
+                          "    It held [x](../proofs/p.py#x) things.\n")
+    result = site.build("--strict")
+    assert result.returncode == 1
+    assert ("ERROR   -  proofs: docs/index.md:8: the link [3](...) is shown as code, its markup as text: "
+            "Markdown took the lines around it for a code block. A line above it in the same deeper aside "
+            "or list item has lost its four spaces of indent; indent it as the others are") in result.stderr
+    fixed = site.page("index.md", "# Home\n\n??? deeper \"More\"\n\n    One line.\n    A line that kept it.\n\n"
+                                  "    It held [x](../proofs/p.py#x) things.\n")
+    assert site.build("--strict").returncode == 0, fixed

@@ -159,3 +159,13 @@ def test_a_claim_the_scan_did_not_see_is_judged_when_the_page_is_rewritten(build
         ("warning", 'docs/index.md:3: claim "faster" does not hold: speedup = 1.9, needs > 3 (proofs/speed.py)')]
     know.authors = True
     assert know.card_claims("speed.py", "")[0]["check"] == "speedup = 1.9, needs > 3"
+
+
+def test_a_value_or_claim_shown_as_raw_markup_is_found_with_where_its_link_stands():
+    from proof_rewrite import shown_as_text
+
+    code = ('<pre><code>&lt;span class="proof-claim proof-claim--held" id="c-1" data-condition="x &amp;gt; 2" '
+            'data-seen="x = 3" data-proof="p.py"&gt;[held](#proof-p "checked when built: x = 3")&lt;/span&gt; and '
+            '&lt;span class="proof-value"&gt;[3](#proof-p "x, measured by proofs/p.py")&lt;/span&gt;</code></pre>')
+    assert shown_as_text(code) == [("held", "#?x &gt; 2"), ("3", "p.py#x")]
+    assert shown_as_text('<p><span class="proof-value"><a href="#proof-p">3</a></span></p>') == []

@@ -2,7 +2,7 @@
 
 Matrix products of float32 matrices on the best available device (cuda, then mps, then cpu):
 512, 1024 and 2048 rows on a CPU, 2048, 4096 and 8192 on a GPU (a fast GPU finishes a
-2048-row product in about the time a launch takes, which would hide the two clocks). Each run records two times from the same start: when the call
+2048-row product in tens of µs, too close to a launch's few µs to part the two clocks clearly). Each run records two times from the same start: when the call
 returned to Python, and when the result was ready (after the device's synchronize(); on the
 CPU there is no queue and nothing to wait for, so the two are read one after the other). A
 product of twice the size is eight times the arithmetic: if the call does the work before it

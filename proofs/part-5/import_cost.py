@@ -262,7 +262,7 @@ for row, (label, parts) in enumerate(rows.items()):
 ax.set_yticks(range(len(rows)), list(rows), fontsize=9)
 ax.invert_yaxis()
 ax.set_xlim(0, max(sum(p.values()) for p in rows.values()) * 1.2)
-ax.set_xlabel("seconds: each module's import by itself (the median child; the optimizer in the last)")
+ax.set_xlabel("seconds: each module's own import time, in a typical fresh process (the optimizer: in the last one)")
 fig.legend(loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
 ax.set_title("What a fresh process pays before its first step", fontsize=10)
 plt.show()
