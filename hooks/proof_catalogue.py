@@ -168,5 +168,16 @@ def nav_order(nav) -> list[str]:
 def with_lazy_tables(html: str) -> str:
     """The catalogue's HTML with each group's table in a box the browser lays out only when the
     reader nears it, as it does for cards (README, "Pages stay light")."""
-    return re.sub(r"<table>.*?</table>", lambda m: f'<div class="proof-catalogue__group">{m[0]}</div>', html,
-                  flags=re.DOTALL)
+    return re.sub(r"<table>.*?</table>", _lazy_group, html, flags=re.DOTALL)
+
+
+# A row's height, about, in rem (its cells wrap to two or three lines), and the head's: a group not
+# yet laid out holds that much room, so that what follows it (the next group, the footer) is
+# placed, and painted, below where its rows will be.
+_ROW_REM, _HEAD_REM = 2.6, 3
+
+
+def _lazy_group(table: re.Match) -> str:
+    rows = table[0].count("<tr") - 1
+    return (f'<div class="proof-catalogue__group" style="contain-intrinsic-size: auto '
+            f'{_HEAD_REM + _ROW_REM * rows:g}rem">{table[0]}</div>')

@@ -311,6 +311,9 @@ def test_every_parts_figures_are_drawn_and_stand_out_in_both_palettes(open_tab, 
     page = tab.open(path)
     assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == SCHEMES[system]
     screenshot(page, f"{system}-{path.strip('/')}.png")
+    # A figure in a deeper aside loads once its box opens (a lazy image in a closed <details> never
+    # does): open them all, as a reader who reads everything would.
+    page.evaluate("document.querySelectorAll('details.deeper').forEach(box => { box.open = true; })")
     figures = page.locator(".proof-card__figure")
     assert figures.count() >= (8 if path == "part-0/" else 6)  # Part 0's count, and the series standard
     problems = []
@@ -319,7 +322,8 @@ def test_every_parts_figures_are_drawn_and_stand_out_in_both_palettes(open_tab, 
         center(figure)
         shown = figure.locator(f'img[src$="#only-{system}"]')
         hidden = figure.locator(f'img:not([src$="#only-{system}"])')
-        shown.evaluate("img => img.decode().catch(() => {})")  # loaded lazily, as it came into view
+        shown.evaluate("img => Promise.race([img.decode().catch(() => {}), "  # loaded lazily, as it came
+                       "new Promise(done => setTimeout(done, 10000))])")  # into view (never wait forever)
         facts = shown.evaluate(FIGURE_FACTS)
         name = f"figure {index + 1} ({facts['alt'][:50]!r})"
         if not facts["loaded"]:
@@ -493,6 +497,7 @@ def test_on_a_phone_every_figure_fits_the_column_and_opens_full_size(open_tab, s
     for path in PART_PATHS:
         tab = open_tab(**PHONE, color_scheme=system)  # a tab per page: no load is cut short by the next
         page = tab.open(path)
+        page.evaluate("document.querySelectorAll('details.deeper').forEach(box => { box.open = true; })")
         links = page.locator(".proof-card__figure a.proof-card__zoom")
         for index in range(links.count()):
             link = links.nth(index)

@@ -77,7 +77,11 @@ def test_no_claims_no_claims_sentence():
 
 
 def test_each_table_of_the_catalogue_is_laid_out_lazily():
-    html = "<h2>A</h2>\n<p>1 proof</p>\n<table>\n<tr><td>a</td></tr>\n</table>\n<h2>B</h2>\n<table><tr></tr></table>"
+    """Each group holds room for its rows until it is laid out (its head and 2.6rem a row), so the
+    footer after the last group is not placed over rows not yet drawn."""
+    html = ("<h2>A</h2>\n<p>2 proofs</p>\n<table>\n<tr><th>h</th></tr><tr><td>a</td></tr><tr><td>b</td></tr>\n</table>"
+            "\n<h2>B</h2>\n<table><tr></tr></table>")
     assert with_lazy_tables(html) == (
-        '<h2>A</h2>\n<p>1 proof</p>\n<div class="proof-catalogue__group"><table>\n<tr><td>a</td></tr>\n</table></div>'
-        '\n<h2>B</h2>\n<div class="proof-catalogue__group"><table><tr></tr></table></div>')
+        '<h2>A</h2>\n<p>2 proofs</p>\n<div class="proof-catalogue__group" style="contain-intrinsic-size: auto 8.2rem">'
+        '<table>\n<tr><th>h</th></tr><tr><td>a</td></tr><tr><td>b</td></tr>\n</table></div>'
+        '\n<h2>B</h2>\n<div class="proof-catalogue__group" style="contain-intrinsic-size: auto 3rem"><table><tr></tr></table></div>')
