@@ -48,8 +48,11 @@ MEASURE = """machine => {
     if (el.matches('p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6, table, .site-table, .md-typeset__scrollwrap, .proof-catalogue__group, .highlight, pre, .admonition')) return 'prose';
     return 'other';
   };
-  let cards = 0;  // every card shown at load, at any depth (one inside a closed box shows nothing)
-  for (const card of article.querySelectorAll('.proof-card')) cards += card.getBoundingClientRect().height;
+  // what a reader sees at load, at any depth; what is inside a closed box shows nothing (a browser
+  // still lays it out when asked for its size, so it is told apart by its box, not by its size)
+  const visible = el => el.offsetParent !== null && !el.closest('details:not([open])');
+  let cards = 0;
+  for (const card of article.querySelectorAll('.proof-card')) if (visible(card)) cards += card.getBoundingClientRect().height;
   const screen = {prose: 0, card: 0, figure: 0, apparatus: 0, other: 0};
   for (const el of article.children) {
     const box = el.getBoundingClientRect();
@@ -57,7 +60,7 @@ MEASURE = """machine => {
     screen[kind(el)] += shown;
   }
   const seen = [...document.querySelectorAll('.proof-page-stamp, .proof-card__stamp')]
-    .filter(el => el.offsetParent !== null && machine && el.textContent.includes(machine)).length;
+    .filter(el => visible(el) && machine && el.textContent.includes(machine)).length;
   const filled = Object.values(screen).reduce((a, b) => a + b, 0);
   return {cards: cards / height, prose: filled ? screen.prose / filled : 0, stamps: seen};
 }"""
