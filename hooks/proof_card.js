@@ -8,7 +8,9 @@
 //   or the close button closes it, and focus goes back to the figure.
 // - a claim's words open its popover on a click, a tap, Enter or Space: what it says, the condition,
 //   the values it read, its verdict and any second run, with a link to its proof's card; Escape, a
-//   click elsewhere or Tab away closes it, and focus goes back to the claim;
+//   click elsewhere or Tab away closes it, and focus goes back to the claim. A measured value opens
+//   one the same way, so that the reader keeps their place: the variable, the proof (and its
+//   summary, where its card is on the page), and a link to the card;
 // - in a source unfolded in part, each run of folded lines waits behind a button that unfolds it in
 //   place (and folds it again); "Show the whole file" unfolds them all;
 // - a link to something inside a closed box (a deeper aside, a card's source) opens the box first,
@@ -103,7 +105,7 @@ document.addEventListener("keydown", (event) => {
   proofFigureOpen(link);
 });
 
-// ---- claims: a popover per claim, one element per page -------------------------------------------
+// ---- claims and values: a popover each, one element per page --------------------------------------
 
 const PROOF_VERDICTS = {
   held: ["\u2713 Held when this site was built", "held"],
@@ -145,23 +147,38 @@ function proofPopRow(list, term, text) {
   list.append(dt, dd);
 }
 
+function proofCardOf(link) {
+  // The card a value or claim links to, where it is on this page.
+  const href = link.getAttribute("href") || "";
+  return href.startsWith("#") ? document.getElementById(href.slice(1)) : null;
+}
+
 function proofPopOpen(link) {
-  const claim = link.parentElement, pop = proofPopover();
-  const [said, tone] = PROOF_VERDICTS[proofClaimState(claim)];
+  const claim = link.parentElement, pop = proofPopover(), value = claim.classList.contains("proof-value");
+  const [said, tone] = value ? [claim.dataset.note && claim.dataset.note.startsWith("the proof failed")
+    ? "\u2717 Not measured: its proof failed" : "Measured when this site was built", "value"]
+    : PROOF_VERDICTS[proofClaimState(claim)];
   const verdict = document.createElement("p"), words = document.createElement("p"), list = document.createElement("dl");
   verdict.id = "proof-pop-verdict";
   verdict.className = `proof-pop__verdict proof-pop__verdict--${tone}`;
   verdict.textContent = said;
   words.id = "proof-pop-words";
   words.className = "proof-pop__words";
-  words.textContent = `\u201C${link.textContent.trim()}\u201D`;
-  proofPopRow(list, "Condition", claim.dataset.condition);
-  proofPopRow(list, "Values", claim.dataset.seen);
-  proofPopRow(list, "Note", claim.dataset.note);
-  const more = document.createElement("p"), card = document.createElement("a");
-  card.href = link.getAttribute("href");
-  card.textContent = `The proof: ${claim.dataset.proof || "its card"}`;
-  more.append(card);
+  words.textContent = value ? link.textContent.trim() : `\u201C${link.textContent.trim()}\u201D`;
+  const card = proofCardOf(link), summary = card && card.querySelector(".proof-card__summary");
+  if (value) {
+    proofPopRow(list, "Variable", claim.dataset.name);
+    proofPopRow(list, "Note", claim.dataset.note);
+  } else {
+    proofPopRow(list, "Condition", claim.dataset.condition);
+    proofPopRow(list, "Values", claim.dataset.seen);
+    proofPopRow(list, "Note", claim.dataset.note);
+  }
+  const more = document.createElement("p"), to = document.createElement("a");
+  to.href = link.getAttribute("href");
+  to.textContent = `The proof: ${claim.dataset.proof || "its card"}`;
+  more.append(to);
+  if (value && summary) more.append(`: ${summary.textContent.trim()}`);
   pop.replaceChildren(verdict, words, list, more);
   if (pop.opener && pop.opener !== link) pop.opener.setAttribute("aria-expanded", "false");
   pop.opener = link;
@@ -194,7 +211,7 @@ function proofPopClose(giveFocusBack) {
 }
 
 function proofClaimLink(event) {
-  return event.target instanceof Element ? event.target.closest("span.proof-claim > a") : null;
+  return event.target instanceof Element ? event.target.closest("span.proof-claim > a, span.proof-value > a") : null;
 }
 
 document.addEventListener("click", (event) => {

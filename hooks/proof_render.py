@@ -287,14 +287,18 @@ def markdown_link(text: str, href: str, title: str) -> str:
     return f'[{_literal(text)}]({href} "{title.replace(chr(34), "")}")'
 
 
-def value_markdown(text: str, href: str, title: str, code: bool = False) -> str:
+def value_markdown(text: str, href: str, title: str, code: bool = False, *, name: str = "", proof: str = "",
+                   note: str = "") -> str:
     """A measured value as it stands in the page: its text, literally, linked to its card (a
     Markdown link, so MkDocs resolves its target as it does any page's). ``code``: the value is
     code (a schema, an operator's name, a chain of kernels), set as code, as its link text was
-    (``[`x`](../proofs/p.py#chain)``)."""
+    (``[`x`](../proofs/p.py#chain)``). Its ``data-`` attributes hold what its popover says (the
+    variable, the proof, and a note: the machine of a recording, or that the proof failed)."""
+    data = {"name": name, "proof": proof, "note": note}
+    attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
     if not code:
-        return f'<span class="proof-value">{markdown_link(text, href, title)}</span>'
-    return (f'<span class="proof-value proof-value--code">[<code>{_literal(text)}</code>]'
+        return f'<span class="proof-value"{attributes}>{markdown_link(text, href, title)}</span>'
+    return (f'<span class="proof-value proof-value--code"{attributes}>[<code>{_literal(text)}</code>]'
             f'({href} "{title.replace(chr(34), "")}")</span>')
 
 

@@ -198,13 +198,16 @@ class _Writer:
     def value(self, link, proof: str, outcome, href: str) -> str:
         try:
             run, where = self.know.value_source(link, proof, outcome)
+            said = {"name": link.variable, "proof": proof.rsplit("/", 1)[-1]}
             if run.status != OK:
-                return proof_render.value_markdown("?", href, f"{link.variable}: proofs/{proof} failed{where}")
+                return proof_render.value_markdown("?", href, f"{link.variable}: proofs/{proof} failed{where}", **said,
+                                                   note=f"the proof failed{where}, so there is no value")
             text = proof_render.value_text(link, f"proofs/{proof}", run)
         except proof_links.LinkError as error:
             return self.broken(link, error)
         code = len(link.text) > 1 and link.text.startswith("`") and link.text.endswith("`")
-        return proof_render.value_markdown(text, href, f"{link.variable}, measured by proofs/{proof}{where}", code)
+        return proof_render.value_markdown(text, href, f"{link.variable}, measured by proofs/{proof}{where}", code,
+                                           **said, note=f"recorded{where}" if where else "")
 
     def claim(self, link, proof: str, claim_id: str) -> str:
         """A claim as judged once for the build (proof_verdicts.py); a WARNING where it does not settle."""

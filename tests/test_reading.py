@@ -226,6 +226,31 @@ def test_a_claim_opens_from_the_keyboard(tab, key):
     assert page.evaluate("document.activeElement.textContent") == "faster"
 
 
+def test_a_value_opens_a_popover_that_names_its_variable_and_proof_and_keeps_the_readers_place(tab):
+    page = tab()
+    value = page.locator(".proof-value > a").first
+    value.click()
+    pop = page.locator("#proof-pop")
+    assert pop.is_visible()
+    said = pop.inner_text()
+    for part in ("Measured when this site was built", "3.10", "Variable", "vector_speedup",
+                 "The proof: vec.py: Vector kernels, where the machine has them."):
+        assert part in said, said
+    assert "\u2713" not in said, "a value is measured, not judged: it carries no mark"
+    assert page.evaluate("document.activeElement.id") == "proof-pop"
+    assert page.url == page.url.split("#")[0]  # the click opened the popover; the page did not move
+    page.keyboard.press("Escape")
+    assert not pop.is_visible()
+    assert page.evaluate("document.activeElement.textContent") == "3.10"
+    value.focus()
+    page.keyboard.press(" ")
+    assert pop.is_visible()
+    pop.get_by_role("link", name="The proof: vec.py").click()  # and the card is one tap further
+    assert not pop.is_visible()
+    assert page.url.endswith("#proof-vec")
+    assert page.errors == []
+
+
 def test_a_claim_whose_guard_is_false_reads_not_checked_and_says_why(tab, reading):
     site, result, _ = reading
     page = tab()

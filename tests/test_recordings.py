@@ -55,6 +55,7 @@ def test_two_recordings_show_as_tabs_and_feed_values_and_claims(site):
     assert '<samp tabindex="0">kernels: DEFAULT\n</samp>' in html  # the plain recording's output
     assert html.count('class="proof-card__output"') == 3
     assert 'title="capability, measured by proofs/cap.py on plain">DEFAULT</a>' in html
+    assert '<span class="proof-value" data-name="capability" data-proof="cap.py" data-note="recorded on plain">' in html
     assert 'title="capability, measured by proofs/cap.py">AVX' in html  # this build's own kernels
     assert 'title="checked when built: answer@plain = 42, answer@fast = 42, answer = 42: ' in html
     alts = re.findall(r'src="[^"]*#only-light" alt="([^"]*)"', html)

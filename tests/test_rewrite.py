@@ -52,7 +52,7 @@ def rewritten(build, markdown: str, uri: str = "index.md", front_matter: str = "
 
 def test_a_value_becomes_a_link_to_the_card_with_its_formatted_value(build):
     done = rewritten(build, "# Home\n\nIt took [s](../proofs/speed.py#speedup:.2f) times less.\n")
-    assert done.markdown == ('# Home\n\nIt took <span class="proof-value">[1&#46;90](proofs/index.md#proof-speed '
+    assert done.markdown == ('# Home\n\nIt took <span class="proof-value" data-name="speedup" data-proof="speed.py">[1&#46;90](proofs/index.md#proof-speed '
                              '"speedup, measured by proofs/speed.py")</span> times less.\n')
     assert done.messages == [] and done.cards == {}
 
@@ -61,7 +61,7 @@ def test_a_value_whose_link_text_is_code_is_set_as_code(build):
     tmp_path, know = build
     know.runs.outcomes["speed.py"].values["chain"] = "AutogradCPU -> CPU"
     done = rewritten(build, "# Home\n\nIt runs [`c`](../proofs/speed.py#chain).\n")
-    assert done.markdown == ('# Home\n\nIt runs <span class="proof-value proof-value--code">[<code>AutogradCPU &#45;&#62; '
+    assert done.markdown == ('# Home\n\nIt runs <span class="proof-value proof-value--code" data-name="chain" data-proof="speed.py">[<code>AutogradCPU &#45;&#62; '
                              'CPU</code>](proofs/index.md#proof-speed "chain, measured by proofs/speed.py")</span>.\n')
 
 
@@ -112,7 +112,8 @@ def test_broken_links_and_failed_proofs_are_named_with_page_and_line(build):
         ("warning", "docs/deep/part.md:3: proofs/broken.py raised KeyError: 'k' at line 1"),
     ]
     assert '<span class="proof-broken"' in done.markdown
-    assert ('<span class="proof-value">[&#63;](../proofs/index.md#proof-broken "v: proofs/broken.py failed")</span>'
+    assert ('<span class="proof-value" data-name="v" data-proof="broken.py" data-note="the proof failed, so there is no '
+            'value">[&#63;](../proofs/index.md#proof-broken "v: proofs/broken.py failed")</span>'
             in done.markdown)
 
 
