@@ -99,7 +99,9 @@ class Tab:
         self.page.on("console", lambda message: message.type == "error" and self.errors.append(
             f"console error on {self.page.url}: {message.text}"))
         self.page.on("pageerror", lambda error: self.errors.append(f"uncaught on {self.page.url}: {error}"))
-        self.page.on("requestfailed", lambda request: self.errors.append(
+        # A load the browser cancelled itself (net::ERR_ABORTED: the page was left before the
+        # favicon came, say) is not the site's failure; a missing file still shows, as its 404.
+        self.page.on("requestfailed", lambda request: request.failure != "net::ERR_ABORTED" and self.errors.append(
             f"request failed: {request.url} ({request.failure})"))
         self.page.on("response", lambda response: response.status >= 400 and self.errors.append(
             f"HTTP {response.status}: {response.url}"))
