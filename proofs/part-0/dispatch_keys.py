@@ -113,8 +113,8 @@ print(f"thread-local include set (always added):   {include_by_priority}")
 print(f"thread-local exclude set (always removed): {n_excluded_default} keys, all Autocast*: "
       f"{excluded_all_autocast}")
 print(f"a + b on plain tensors: the mask drops the fallthroughs {add_fallthroughs};")
-print(f"  kernels reached, in order: {add_runs}")
-print(f"a.add_(b): kernels reached, in order: {add_inplace_runs}")
+print(f"  kernels the rule leaves, in order: {add_runs}")
+print(f"a.add_(b): kernels the rule leaves, in order: {add_inplace_runs}")
 print(f"a.add_(b) bumped a's version counter: {inplace_bumped_version}; "
       f"with ADInplaceOrView excluded it bumped it: {bumped_without_view_key}")
 print(f"with an input that requires grad, a + b recorded a node (AutogradCPU ran): {autograd_recorded}")

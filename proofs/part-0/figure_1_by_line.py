@@ -23,7 +23,8 @@ Floor 2 is counted on the next step with no mode active (a mode runs Python of i
 it times each line: the CPU time of the calling thread (time.thread_time_ns) around each line,
 on one intra-op thread, median over 200 steps after 20 warm-up steps. Beside the lines, in the
 same loop and on the same clock, it times 100 one-element a + b calls, the toll of one operator
-call, and prices optimizer.step()'s operators at that toll: the rest of the line is Python.
+call, and prices the operators of optimizer.step(), the forward pass and backward at that toll:
+what the tolls leave of a line is Python, recording, and the arithmetic.
 """
 import os
 import statistics
@@ -220,6 +221,12 @@ optim_step_items = counts["optim_step"][8]
 # optimizer.step() priced as its operators at one a + b toll each; the rest is Python.
 optim_tolls_us = optim_step_ops * toll_ns / 1e3
 optim_toll_share = optim_tolls_us / optim_step_us
+# The same budget for the forward pass and backward: their operators at one toll each.
+forward_tolls_us = forward_ops * toll_ns / 1e3
+forward_toll_share = forward_tolls_us / forward_us
+backward_tolls_us = backward_ops * toll_ns / 1e3
+backward_toll_share = backward_tolls_us / backward_us
+forward_py_calls = counts["forward"][2]
 
 print(f"Figure 1's step, line by line: counts on one step, times on one thread "
       f"(median over {STEPS} steps after {WARMUP})")
@@ -235,6 +242,9 @@ print(f"whole step: {whole_step_us:,.0f} µs, {whole_step_ops} operators")
 print(f"one a + b on 1 element, timed in the same loop: {toll_ns:,.0f} ns; optimizer.step()'s "
       f"{optim_step_ops} operators at that toll: {optim_tolls_us:,.0f} µs of its {optim_step_us:,.0f} µs "
       f"({optim_toll_share:.0%}); the rest is Python ({optim_step_py_calls} function calls in torch)")
+print(f"at the same toll: the forward pass's {forward_ops} operators {forward_tolls_us:,.1f} µs of its "
+      f"{forward_us:,.0f} µs ({forward_toll_share:.0%}); backward's {backward_ops} operators "
+      f"{backward_tolls_us:,.1f} µs of its {backward_us:,.0f} µs ({backward_toll_share:.0%})")
 
 fig, (grid, bars) = plt.subplots(1, 2, figsize=(8, 3.6), width_ratios=[3, 2], sharey=True,
                                  layout="constrained")

@@ -12,7 +12,9 @@ matmuls are timed the proof also measures the CPU time every other program on th
 core the threads can only take turns, whatever the GIL does, so the contrast between the two
 jobs needs two free cores, and two that are not hyperthreads of one physical core, which share its
 vector units (Linux's sysfs says which are; two_free_cores). It also needs a Python with a GIL: a free-threaded
-build runs the Python loops in parallel too (gil_enabled).
+build runs the Python loops in parallel too (gil_enabled). The mechanism is read, not only
+timed: the copy of the binding generator that ships with torch (torchgen) is searched for the
+pybind11::gil_scoped_release it writes around each generated binding's call into ATen.
 """
 import os
 import sys
@@ -20,8 +22,13 @@ import threading
 import time
 
 import torch
+import torchgen
 
 torch.set_num_threads(1)          # one core per matmul: the threads must supply the parallelism
+GENERATOR = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd",
+                         "gen_python_functions.py")
+with open(GENERATOR) as f:
+    generator_releases_gil = "pybind11::gil_scoped_release" in f.read()
 N_MATMULS = 30
 SIZE = 512
 PY_STEPS = 1_000_000
@@ -140,6 +147,8 @@ two_free_cores = free_cores >= 1.5 and separate_physical_cores
 gil_enabled = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
 matmul_vs_python = matmul_speedup / python_speedup
 
+print("torchgen/packaged/autograd/gen_python_functions.py writes pybind11::gil_scoped_release: "
+      f"{generator_releases_gil}")
 print(f"{cores_available} CPU cores available, torch intra-op threads: {torch.get_num_threads()}")
 print(f"cores left free by other programs while the matmuls were timed: {free_cores:.1f}")
 print(f"Two jobs, one after the other vs in two Python threads (min of {REPEATS} runs):")

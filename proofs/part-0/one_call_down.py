@@ -66,11 +66,11 @@ autograd_ns = ns["plus"] - ns["plus_inference"]         # floor 5
 kernel_ns = ns["add_inplace"] - ns["same_size"]          # floor 6
 fresh_result_ns = ns["plus_inference"] - ns["add_inplace"]  # floor 7, and back up
 STEPS = [
-    ("floors 2-3", "Python calls into C++ and back", crossing_ns),
-    ("floors 3-4", "parse the arguments, dispatch", parse_dispatch_ns),
-    ("floor 5", "autograd kernel (records nothing)", autograd_ns),
-    ("floor 6", "add kernel: TensorIterator, loop", kernel_ns),
-    ("floor 7", "a fresh result: allocate, wrap, free", fresh_result_ns),
+    ("1, floors 2-3", "Python calls into C++ and back", crossing_ns),
+    ("2, floors 3-4", "parse the arguments, dispatch", parse_dispatch_ns),
+    ("3, floor 5", "autograd kernel (records nothing)", autograd_ns),
+    ("4, floor 6", "add kernel: TensorIterator, loop", kernel_ns),
+    ("5, floor 7", "a fresh result: allocate, wrap, free", fresh_result_ns),
 ]
 machinery_ns = total_ns - kernel_ns       # everything but the kernel
 out_extra_ns = ns["add_out"] - ns["add_inplace"]        # what out= costs beyond the in-place call
@@ -84,9 +84,9 @@ print(f"one-element float32, 1 thread; min over {ROUNDS} interleaved rounds of {
 for k, (stmt, inference) in LADDER.items():
     if k not in ("loop", "add_out", "add_fn"):
         print(f"  {stmt:28s}{' (inference_mode)' if inference else '':18s}{ns[k]:7,.0f} ns")
-print(f"a + b, {total_ns:,.0f} ns, down the floors (differences between neighbours):")
+print(f"a + b, {total_ns:,.0f} ns, down the floors (differences between neighbours), by step:")
 for floor, what, value in STEPS:
-    print(f"  {floor:11s}{what:40s}{value:7,.0f} ns  {value / total_ns:4.0%}")
+    print(f"  {floor:15s}{what:40s}{value:7,.0f} ns  {value / total_ns:4.0%}")
 print(f"the kernel's share: {kernel_share:.0%}; everything else, {machinery_ns:,.0f} ns")
 print(f"beside the ladder: torch.add(a, b, out=c) cost {out_extra_ns:,.0f} ns more than a.add_(b); "
       f"a fresh result priced from it: {fresh_result_from_out_ns:,.0f} ns, against {fresh_result_ns:,.0f} ns "
@@ -101,9 +101,9 @@ for row, (floor, what, value) in enumerate(STEPS):
     start += width
 ax.axvline(total_ns, color="C7", linestyle=":", linewidth=1)
 ax.text(total_ns, -0.75, f"a + b: {total_ns:,.0f} ns", ha="right", va="center", fontsize=9)
-ax.set_yticks(range(len(STEPS)), [f"{floor}: {what}" for floor, what, _ in STEPS], fontsize=9)
+ax.set_yticks(range(len(STEPS)), [f"step {floor}: {what}" for floor, what, _ in STEPS], fontsize=9)
 ax.set_ylim(len(STEPS) - 0.4, -1.1)
 ax.set_xlim(0, total_ns * 1.2)
-ax.set_xlabel("ns since the call began (one-element tensors)")
-ax.set_title("One a + b, down the floors: each step's cost", fontsize=11)
+ax.set_xlabel("ns, the steps stacked in ladder order (one-element tensors)")
+ax.set_title("Figure 2. One a + b, down the floors: each step's cost", fontsize=11)
 plt.show()

@@ -1,8 +1,8 @@
 """On a GPU a call returns when its work is queued; on a CPU, when it is done: the host's and the device's clocks.
 
 Matrix products of float32 matrices on the best available device (cuda, then mps, then cpu):
-512, 1024 and 2048 rows on a CPU, 2048, 4096 and 8192 on a GPU (a fast GPU finishes a
-2048-row product in tens of µs, too close to a launch's few µs to part the two clocks clearly). Each run records two times from the same start: when the call
+512, 1024 and 2048 rows on a CPU, 2048, 4096 and 8192 on a GPU (larger, so that the time to
+ready stands far above the time to return at every size). Each run records two times from the same start: when the call
 returned to Python, and when the result was ready (after the device's synchronize(); on the
 CPU there is no queue and nothing to wait for, so the two are read one after the other). A
 product of twice the size is eight times the arithmetic: if the call does the work before it
