@@ -12,8 +12,9 @@ torch.utils._python_dispatch), whose __torch_dispatch__ the dispatcher calls bel
 just before the CPU kernel. Inside it the script reads the thread-local set of excluded keys
 (the private torch._C._dispatch_tls_local_exclude_set) and looks at what the kernel returned;
 outside, it reads the node the caller got, its edges, and what it kept (the private _saved_*
-attributes). It also checks that x carries AutocastCPU, which ranks above AutogradCPU, and that
-the thread's exclude set holds that key unless torch.autocast is on. The figure draws the call's
+attributes). It also checks the rank of AutocastCPU: it is the highest of x's keys, and without
+it the highest is AutogradCPU; and that the thread's exclude set holds that key unless
+torch.autocast is on. The figure draws the call's
 path, filled in with what the run saw.
 """
 import os
@@ -62,8 +63,9 @@ at::Tensor mul_Tensor(c10::DispatchKeySet ks,
   //    CPU kernel, with the autograd keys
   //    masked out of ks, and a guard that
   //    keeps what it calls out of autograd
-  //    (ADInplaceOrView: the key that bumps
-  //    version counters, see below).
+  //    and out of ADInplaceOrView (the key
+  //    that bumps version counters, see
+  //    below).
   auto _tmp = ([&]() {
     at::AutoDispatchBelowADInplaceOrView guard;
     return at::redispatch::mul(
@@ -141,7 +143,15 @@ x_has_autocast_key = torch._C._dispatch_keys(x).has(AUTOCAST)
 autocast_excluded_by_default = torch._C._dispatch_tls_local_exclude_set().has(AUTOCAST)
 with torch.autocast("cpu"):
     autocast_included_under_autocast = not torch._C._dispatch_tls_local_exclude_set().has(AUTOCAST)
-autocast_skipped_unless_on = (x_has_autocast_key and autocast_excluded_by_default
+# The rank itself: of x's keys the dispatcher's highest is AutocastCPU; leave it out, as the
+# exclude set does, and the highest is AutogradCPU.
+x_key_set = torch._C._dispatch_keys(x)
+autocast_ranks_highest = x_key_set.highestPriorityTypeId() == AUTOCAST
+highest_not_excluded = x_key_set.remove(AUTOCAST).highestPriorityTypeId()
+autograd_highest_not_excluded = highest_not_excluded == torch._C.DispatchKey.AutogradCPU
+autocast_skipped_unless_on = (x_has_autocast_key and autocast_ranks_highest
+                              and autograd_highest_not_excluded
+                              and autocast_excluded_by_default
                               and autocast_included_under_autocast)
 autograd_excluded_before = torch._C._dispatch_tls_local_exclude_set().has(
     torch._C.DispatchKey.AutogradFunctionality)
@@ -169,6 +179,8 @@ print("The autograd kernel torchgen writes for mul.Tensor"
 print(generated)
 print(f"the page's excerpt is these lines, in this order: {excerpt_is_generated}")
 print(f"x's dispatch keys: {x_keys}")
+print(f"x's highest key is AutocastCPU: {autocast_ranks_highest}; without it the highest is"
+      f" {str(highest_not_excluded).split('.')[-1]}")
 print(f"AutocastCPU is in the thread's exclude set by default: {autocast_excluded_by_default};"
       f" not under torch.autocast: {autocast_included_under_autocast}")
 print(f"x * w (x requires grad, w not): the CPU kernel ran with the autograd keys and"

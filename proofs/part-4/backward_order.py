@@ -1,4 +1,4 @@
-"""The engine runs a node once all its gradients have arrived, the most recently recorded first, on the thread that called backward.
+"""The engine runs a node once all its gradients have arrived, the most recently recorded first; a graph on the CPU runs on the thread that called backward.
 
 The forward is five lines (forward() below) on two 400,000-element float32 tensors x and w.
 Before backward, the script predicts the order the way torch/csrc/autograd/engine.cpp decides
@@ -14,8 +14,8 @@ thread's CPU time (time.thread_time_ns; one intra-op thread, torch.set_num_threa
 thread does all the work), and compares. What arrives at AccumulateGrad(x) is compared, inside
 its pre-hook, with the sum of both branches' gradients. After backward it lists the process's
 threads by name where Linux's /proc/self/task allows (the engine names its device threads
-pt_autograd_<index>) and compares their number with the accelerator's device count
-(torch.accelerator; none present: zero). On fresh
+pt_autograd_<index>) and prints their number beside the accelerator's device count
+(torch.accelerator; none present: zero); it checks neither against the other. On fresh
 copies of the graph it then runs torch.autograd.grad(e, [w]) with the same hooks, to see which
 nodes it skips, and, last, one backward of Figure 1's network, to see in which order its
 parameters' gradients are written.

@@ -187,6 +187,7 @@ forward_us_fig1 = forward_us[FIGURE1_ROWS]
 backward_us = backward_us_by_rows[FIGURE1_ROWS]
 functions_forward_us = functions_us[FIGURE1_ROWS]
 backward_over_forward = statistics.median(b / f for f, b, _ in at)
+backward_over_forward_small = statistics.median(b / f for f, b, _ in samples[min(ROWS)])
 backward_over_functions_forward = statistics.median(b / g for _, b, g in at)
 module_share_of_forward = statistics.median((f - g) / f for f, _, g in at)
 module_us_small = statistics.median(f - g for f, _, g in samples[min(ROWS)]) / 1000
@@ -236,6 +237,7 @@ for rows in ROWS:
 print(f"at {FIGURE1_ROWS:,} rows: backward / forward {backward_over_forward:.2f}; against the"
       f" forward written as functions {backward_over_functions_forward:.2f}; the modules' own"
       f" Python is {100 * module_share_of_forward:.0f}% of the forward")
+print(f"at {min(ROWS)} rows: backward / forward {backward_over_forward_small:.2f}")
 print(f"at {min(ROWS)} rows the modules' Python costs {module_us_small:.0f} us,"
       f" {module_percent_small:.0f}% of the forward")
 print(f"{rows_ratio} times fewer rows ({small}): backward {backward_small_us:.0f} us, only"

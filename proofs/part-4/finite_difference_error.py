@@ -114,6 +114,8 @@ best_over_predicted_f32 = best_eps_f32 / predicted_best_eps_f32
 rounding_ratio = float_epsilon / double_epsilon
 # The right arm, where the curve's bending dominates: the same in both dtypes.
 truncation_arm_ratio = f32[-1] / f64[-1]  # at eps = 1e-1
+# How far apart the two dtypes' errors are at the two largest steps, as a fraction.
+truncation_arm_gap = float(max(abs(f32[k] / f64[k] - 1) for k in (-2, -1)))
 
 print(f"f(x) = sin(3x) exp(x) at {N} points; Jacobian by central differences, one input at a"
       " time, as gradcheck builds it")
@@ -135,7 +137,8 @@ print(f"at the default eps={default_eps}: float64 error {error_default_eps_f64:.
 print(f"predicted bottoms, u^(1/3): float64 {predicted_best_eps_f64:.1e}, float32"
       f" {predicted_best_eps_f32:.1e}; measured / predicted {best_over_predicted_f64:.2f} and"
       f" {best_over_predicted_f32:.2f}")
-print(f"at eps = {EPS[-1]:.0e} the float32 error is {truncation_arm_ratio:.3f} times the float64 one")
+print(f"at eps = {EPS[-1]:.0e} the float32 error is {truncation_arm_ratio:.3f} times the float64 one;"
+      f" at the two largest steps the two differ by at most {truncation_arm_gap:.1e} of it")
 print(f"float32: every difference is exactly 0 up to eps {f32_largest_vanishing_eps:.0e}, so the error"
       " there is the derivative itself; it is zero at exactly the steps where x + eps and x - eps"
       f" round back to x at every point: {f32_zero_exactly_where_steps_vanish}")
