@@ -15,9 +15,9 @@ that do their feature's work for any operator (Conjugate, Python), and those tha
 a clear error (Meta, aten/src/ATen/core/MetaFallbackKernel.cpp) or pass the call on and warn
 in backward (the autograd keys, aten/src/ATen/core/VariableFallbackKernel.cpp); the script
 calls the CPU-only operator on a meta tensor to see the first refuse, and a view of a sparse
-tensor to see an empty slot raise. The figure draws the table for the keys this page follows,
-highest priority on the left, and marks the two slots a + b runs (the rule of the next
-sections: the tensors' keys and the include set, less the exclude set and the fallthroughs).
+tensor to see an empty slot raise. The figure draws the table for the keys the page follows,
+highest priority on the left, and marks the two slots a + b runs (by the rule the page works
+through first: the tensors' keys and the include set, less the exclude set and the fallthroughs).
 Private APIs are used as they are: if a later torch changes them, the script fails.
 """
 import re

@@ -11,8 +11,10 @@ stands in for, fetched with the private
 torch._C._dispatch_get_computed_kernel_for_dispatch_key, and removed after), to see which
 operator entered the dispatcher first.
 Why a + 1 is add.Tensor: the number travels as a zero-dimensional "wrapped number" tensor
-(c10/core/TensorImpl.h), which takes no part in choosing the result's dtype: the script adds
-2 to a zero-dimensional int8 tensor, once as a Python number and once as an ordinary tensor.
+(c10/core/TensorImpl.h), which ranks below tensors in type promotion (it can raise the
+dtype's category, as a float does for an int tensor, but not the width within one): the script
+adds 2 to a zero-dimensional int8 tensor, once as a Python number and once as an ordinary
+tensor.
 Then the schema language itself: four aten schemas are parsed with torch._C.parse_schema and
 read argument by argument (type, keyword-only after the '*', alias set, whether the alias is
 written: 'Tensor(a!)'), the parser is asked to accept "default" as an overload name, and, over
@@ -69,7 +71,7 @@ became = {label: overloads_of(call) for label, call in calls.items()}
 plus_overload = became["a + b"][0]
 plus_one_overload = became["a + 1"][0]
 plus_scalar_is_tensor_overload = plus_one_overload == "aten.add.Tensor"
-# The number becomes a tensor that takes no part in type promotion (a wrapped number):
+# The number becomes a tensor that ranks below tensors in type promotion (a wrapped number):
 small = torch.tensor(1, dtype=torch.int8)
 with_number = overloads_of(lambda: small + 2)[0]
 number_keeps_int8 = (small + 2).dtype == torch.int8  # a Python 2: the int8 tensor decides
