@@ -1,4 +1,4 @@
-"""Three CUDA requests worked through the caching allocator's rules: what each takes from the driver, and what stays cached.
+"""Three CUDA requests and one case of fragmentation, worked through the caching allocator's rules: what each takes from CUDA, and what stays cached.
 
 No GPU is needed: even a CPU-only wheel ships the headers that hold the allocator's constants
 (c10/core/AllocatorConfig.h) and its configuration (c10/cuda/CUDAAllocatorConfig.h). The proof
@@ -6,12 +6,12 @@ reads the constants and the default large-segment size there, then applies the r
 c10/cuda/CUDACachingAllocator.cpp (which the wheel does not ship; they are restated in the
 function `request` below: round_size, get_pool, get_allocation_size, should_split) to three
 requests on an empty cache: 500 bytes, 3 MiB and 100,000,000 bytes. For each it computes the
-rounded block, the pool, the segment the allocator would ask the driver for, whether the block
+rounded block, the pool, the segment the allocator would ask CUDA for, whether the block
 is split, and what memory_allocated() and memory_reserved() would grow by. These numbers are
-worked out, not measured. Where a GPU is usable, it then makes the three requests for real and
+worked out, not measured, so on a build without a GPU nothing here can fail. Where a GPU is usable, it then makes the three requests for real and
 compares what memory_allocated() and memory_reserved() report with the worked numbers. It also
 works one case of fragmentation through the rules (and makes it on a GPU), and it
-draws the three segments, the block each request took and what stays cached. Last, it reads, in
+draws that case to scale. Last, it reads, in
 the body of CUDAAllocatorConfig::instance(), which environment variable the CUDA-only settings
 come from and in which order, and it observes which one the device-generic settings (among them
 max_split_size_mb and expandable_segments) take when both are set: three fresh processes set one,
@@ -160,31 +160,36 @@ if cuda:
         print(f"on this GPU, {name}: memory_allocated grew by {allocated:,}, memory_reserved by {reserved:,}")
 gpu_matches_rules = cuda and alloc_conf_unset and all(measured[name] == (worked[name]["allocated"], worked[name]["reserved"])
                                  for name in REQUESTS) and frag_reserved_grew_mib == frag_new_segment_mib
+gpu_here = "a GPU" if cuda else "no GPU"  # the page: "this build had ..."
 print(f"settings left at their defaults: {alloc_conf_unset}")
 print(f"a usable GPU: {cuda}; the rules above matched what it reported: "
       f"{gpu_matches_rules if cuda else 'not measured'}")
 
-# The figure: each request's segment as a bar, the block it took, and the part that stays cached.
+# The figure: the fragmentation case, drawn to scale in MiB. Four tensors fill one segment; the
+# first and the third are freed; the request one MiB larger fits neither hole and takes a new segment.
 
-fig, axes = plt.subplots(3, 1, figsize=(8, 3.6), constrained_layout=True)
-for ax, (name, w) in zip(axes, worked.items()):
-    seg = w["segment"]
-    taken = w["allocated"] / seg
-    shown = max(taken, 0.006)  # a 512-byte block in a 2 MiB segment would be invisible at scale
-    ax.barh(0, shown, color="#d9822b", height=0.6)
-    ax.barh(0, 1 - shown, left=shown, color="#9bbbd4", height=0.6)
-    ax.set_xlim(0, 1)
+ORANGE, BLUE = "#d9822b", "#9bbbd4"
+fig, axes = plt.subplots(2, 1, figsize=(8, 2.4), sharex=True, constrained_layout=True)
+ax = axes[0]
+for k in range(4):
+    freed = k in (0, 2)
+    ax.barh(0, frag_tensor_mib, left=k * frag_tensor_mib, height=0.6, color=BLUE if freed else ORANGE,
+            edgecolor="white", linewidth=1.5)
+    ax.text((k + 0.5) * frag_tensor_mib, 0, f"{k + 1}: {'freed' if freed else 'in use'}", ha="center",
+            va="center", fontsize=8.5)
+ax.set_title(f"one {large_segment_mib:g} MiB segment, four {frag_tensor_mib:g} MiB tensors: "
+             f"{frag_free_mib:g} MiB cached and free, in two pieces", fontsize=9, loc="left")
+ax = axes[1]
+ax.barh(0, frag_request_mib, height=0.6, color=ORANGE, edgecolor="white", linewidth=1.5)
+ax.barh(0, frag_new_segment_mib - frag_request_mib, left=frag_request_mib, height=0.6, color=BLUE,
+        edgecolor="white", linewidth=1.5)
+ax.text(frag_request_mib / 2, 0, f"{frag_request_mib:g} MiB", ha="center", va="center", fontsize=8.5)
+ax.set_title(f"the {frag_request_mib:g} MiB request fits neither piece: a new {frag_new_segment_mib:g} MiB segment",
+             fontsize=9, loc="left")
+ax.set_xlabel("MiB (orange: allocated; blue: cached, free)", fontsize=8.5)
+for ax in axes:
     ax.set_yticks([])
-    ax.set_xticks([])
+    ax.set_xlim(0, max(large_segment_mib, frag_new_segment_mib))
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    if w["split"]:
-        label = (f"{name}: {w['pool']} pool, a {seg / 2**20:.0f} MiB segment; the block takes {w['block']:,} bytes, "
-                 f"the other {w['cached_free'] / 2**20:.1f} MiB stay cached")
-    else:
-        label = (f"{name}: {w['pool']} pool, a {seg / 2**20:.0f} MiB segment; {(seg - w['block']) / 2**20:.1f} MiB "
-                 f"left is too little to split: the block is the whole segment")
-    ax.set_title(label, fontsize=8.5, loc="left")
-fig.suptitle("Three requests on an empty cache (orange: allocated; blue: cached, free; not to scale under 1%)",
-             fontsize=9.5)
 plt.show()
