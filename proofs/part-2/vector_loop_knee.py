@@ -206,7 +206,7 @@ other_vector_isa = X86 and other_capability in ("AVX2", "AVX512")
 print(f"machine {platform.machine()}, CPU capability {capability}")
 if pointers_read:
     print(f"DispatchStub pointers in libtorch_cpu: {n_avx512_slots} kernels with an AVX512 slot, "
-          f"{n_avx512_empty} of them empty (they run their AVX2 build on an AVX512 CPU)")
+          f"{n_avx512_empty} of them empty (where a CPU kernel exists, an AVX512 CPU runs its AVX2 build)")
     print("  AVX512 slot " + ", ".join(f"{n} {'set' if v else 'empty'}" for n, v in named_avx512.items()))
 else:
     print("DispatchStub pointers: not read here (they are read from an ELF library on Linux)")
