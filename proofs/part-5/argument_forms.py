@@ -189,6 +189,8 @@ float64_vs_float32 = ratio(times, "torch.add(a, s64)", "torch.add(a, s32)")
 scalar32_vs_tensor = ratio(times, "torch.add(a, s32)", "torch.add(a, b)")
 out_vs_positional = ratio(times, "torch.add(a, b, out=c)", "torch.add(a, b)")
 inplace_vs_positional = ratio(times, "d.add_(b)", "torch.add(a, b)")
+out_saves = 1 - out_vs_positional               # the share of the call that out= saves
+inplace_saves = 1 - inplace_vs_positional       # and that add_ saves
 number_extra_ns = best["torch.add(a, 1.5)"] - base
 
 print(f"torch.add(input=a, alpha=2, other=b) fits both signatures and raised no warning: "

@@ -167,6 +167,12 @@ python_share = median(1 - r["compiled_s"] / r["listed_s"] for r in runs)
 all_groups = {g for r in runs for g in r["groups"]}
 groups = sorted(((median(r["groups"].get(g, 0.0) for r in runs), g) for g in all_groups), reverse=True)
 meta_s = median(sum(r["groups"].get(g, 0.0) for g in META_GROUPS) for r in runs)
+# "The rest of torch": torch's subpackages outside torch._C and the meta tables, the compiler not among them.
+REST = [(v, g) for v, g in groups if g.startswith("torch") and g != "torch._C" and g not in META_GROUPS
+        and g not in ("torch._dynamo", "torch._inductor")]
+rest_s = sum(v for v, _ in REST)
+rest_largest_s, rest_largest = max(REST) if REST else (0.0, "")
+rest_n_groups = len(REST)
 torch_resident_mib = sum(v[1] for v in lib.values())
 anonymous_mib = median(r["kinds"]["anonymous"] for r in runs) / 1024
 other_files_mib = median(r["kinds"]["other files"] + r["kinds"]["numpy"] for r in runs) / 1024
@@ -200,6 +206,8 @@ print(f"  torch's meta kernels, prims, refs and decompositions ({', '.join(META_
 IMPORT_GROUPS = ("numpy", "torch._decomp", "torch._higher_order_ops", "torch._meta_registrations", "torch._prims",
                  "torch._refs", "torch.distributed", "torch.fx", "torch.nn", "torch.utils")
 group_s = dict((g, v) for v, g in groups)
+print(f"  the rest of torch (its other {rest_n_groups} subpackages): {rest_s:.2f} s; the largest of them, "
+      f"{rest_largest}, {rest_largest_s:.2f} s")
 print("  groups of modules, by name (self time, median):")
 for g in IMPORT_GROUPS:
     print(f"    {g:42s}{group_s.get(g, 0.0):6.2f} s")
@@ -262,7 +270,7 @@ for row, (label, parts) in enumerate(rows.items()):
 ax.set_yticks(range(len(rows)), list(rows), fontsize=9)
 ax.invert_yaxis()
 ax.set_xlim(0, max(sum(p.values()) for p in rows.values()) * 1.2)
-ax.set_xlabel("seconds: each module's own import time, in a typical fresh process (the optimizer: in the last one)")
+ax.set_xlabel("seconds: each module's own import time\n(import: the median fresh process; the optimizer: the last one)")
 fig.legend(loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
 ax.set_title("What a fresh process pays before its first step", fontsize=10)
 plt.show()

@@ -2,8 +2,8 @@
 
 Looks up every operator method of torch.Tensor along its class chain: a method_descriptor or
 slot wrapper inherited from torch._C.TensorBase is C++; a function in torch.Tensor's own
-dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that compute the
-same result, it counts the Python functions each one runs (sys.setprofile's "call"
+dictionary is Python, written in torch/_tensor.py. Then, for pairs of expressions that do the
+same kind of work (a - 1 and 1 - a, a / 2 and 2 / a compute different results), it counts the Python functions each one runs (sys.setprofile's "call"
 events, the timed expression's own frame left out) and times them on one-element float32
 tensors with timeit: the CPU time of this thread (time.thread_time) for 2,000 calls, in 25
 rounds that each time every expression once, in an order rotated from round to round, after a

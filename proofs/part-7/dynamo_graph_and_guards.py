@@ -15,7 +15,6 @@ Dynamo does before each call to decide whether the compiled code may run. Then t
 objects), then by one with a hidden layer of 32, and the compiled function is called again: the
 graphs Dynamo compiled are counted. Also private: torch._dynamo.reset().
 """
-# proof: show-source
 import re
 from collections import Counter
 
@@ -30,7 +29,6 @@ y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()
 model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
 loss_fn = nn.MSELoss()
 
-# proof: unfold
 graphs = []
 
 
@@ -48,7 +46,6 @@ torch._dynamo.reset()
 compiled = torch.compile(forward_and_loss, backend=recording_backend)
 loss = compiled(x, y)          # the first call traces, and hands the graph to the backend
 print(graphs[0].code)          # the FX graph, as Python code
-# proof: fold
 same_result = bool(torch.equal(loss, forward_and_loss(x, y)))
 n_graphs = len(graphs)
 graph = graphs[0].graph
