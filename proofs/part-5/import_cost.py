@@ -206,8 +206,8 @@ print(f"  torch's meta kernels, prims, refs and decompositions ({', '.join(META_
 IMPORT_GROUPS = ("numpy", "torch._decomp", "torch._higher_order_ops", "torch._meta_registrations", "torch._prims",
                  "torch._refs", "torch.distributed", "torch.fx", "torch.nn", "torch.utils")
 group_s = dict((g, v) for v, g in groups)
-print(f"  the rest of torch (its other {rest_n_groups} subpackages): {rest_s:.2f} s; the largest of them, "
-      f"{rest_largest}, {rest_largest_s:.2f} s")
+print(f"  the rest of torch (its other {rest_n_groups} subpackages): {rest_s:.2f} s; the largest of them "
+      f"{rest_largest_s:.2f} s (which one it is changes from run to run)")
 print("  groups of modules, by name (self time, median):")
 for g in IMPORT_GROUPS:
     print(f"    {g:42s}{group_s.get(g, 0.0):6.2f} s")
