@@ -168,12 +168,11 @@ function proofPopOpen(link) {
   const card = proofCardOf(link), summary = card && card.querySelector(".proof-card__summary");
   if (value) {
     proofPopRow(list, "Variable", claim.dataset.name);
-    proofPopRow(list, "Note", claim.dataset.note);
   } else {
     proofPopRow(list, "Condition", claim.dataset.condition);
     proofPopRow(list, "Values", claim.dataset.seen);
-    proofPopRow(list, "Note", claim.dataset.note);
   }
+  proofPopRow(list, "Note", claim.dataset.note);
   const more = document.createElement("p"), to = document.createElement("a");
   to.href = link.getAttribute("href");
   to.textContent = `The proof: ${claim.dataset.proof || "its card"}`;

@@ -294,8 +294,7 @@ def value_markdown(text: str, href: str, title: str, code: bool = False, *, name
     code (a schema, an operator's name, a chain of kernels), set as code, as its link text was
     (``[`x`](../proofs/p.py#chain)``). Its ``data-`` attributes hold what its popover says (the
     variable, the proof, and a note: the machine of a recording, or that the proof failed)."""
-    data = {"name": name, "proof": proof, "note": note}
-    attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
+    attributes = _data_attributes({"name": name, "proof": proof, "note": note})
     if not code:
         return f'<span class="proof-value"{attributes}>{markdown_link(text, href, title)}</span>'
     return (f'<span class="proof-value proof-value--code"{attributes}>[<code>{_literal(text)}</code>]'
@@ -325,11 +324,15 @@ def claim_markdown(text: str, href: str, judged: Judged, claim_id: str, proof: s
     title = f"{_SAID[judged.state]}: {judged.check.removeprefix('not checked on this machine: ')}"
     reason = judged.check.removeprefix("not checked on this machine: ") if judged.state == "unchecked" else None
     note = "; ".join(part for part in (reason, judged.problem if not judged.seen else None, retry) if part)
-    data = {"condition": judged.condition, "seen": judged.seen, "proof": proof, "note": note}
-    attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
+    attributes = _data_attributes({"condition": judged.condition, "seen": judged.seen, "proof": proof, "note": note})
     title = title.replace('"', "'")
     return (f'<span class="proof-claim proof-claim--{kind} proof-claim--{judged.state}" id="{claim_id}"{attributes}>'
             f'[{text}]({href} "{title}")</span>')
+
+
+def _data_attributes(data: dict) -> str:
+    """What a popover says of a value or claim, as its span's ``data-`` attributes (empty ones left out)."""
+    return "".join(f' data-{key}="{escape(value)}"' for key, value in data.items() if value)
 
 
 def claim_anchor(proof: str, ordinal: int) -> str:
