@@ -7,11 +7,12 @@ returned to Python, and when the result was ready (after the device's synchroniz
 CPU there is no queue and nothing to wait for, so the two are read one after the other). A
 product of twice the size is eight times the arithmetic: if the call does the work before it
 returns, the time to return grows about eightfold from one size to the next; if it only
-queues the work, it stays flat while the time to ready grows. Median of 5 runs after a
-warm-up. On a CPU torch is held to one intra-op thread, so that a second core shared with
+queues the work, it stays flat while the time to ready grows. The fastest of 5 runs after a
+warm-up (another program on the machine can only add time). On a CPU both times are the
+calling thread's CPU time (time.thread_time_ns): with one thread the call does its work on the
+calling thread, and a busy neighbour then cannot stretch one size's runs and not another's. On a CPU torch is held to one intra-op thread, so that a second core shared with
 another program does not bend the growth; on a GPU threads are left at torch's default.
 """
-import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -24,6 +25,7 @@ elif torch.backends.mps.is_available():
 else:
     device, sync = "cpu", lambda: None  # nothing is queued: the call itself did the work
     torch.set_num_threads(1)  # one core: steady growth (see docstring)
+clock = time.thread_time_ns if device == "cpu" else time.perf_counter_ns  # see docstring
 on_cpu = device == "cpu"
 on_gpu = not on_cpu
 device_words = {"cuda": "a CUDA GPU", "mps": "an Apple GPU", "cpu": "the CPU"}[device]
@@ -35,11 +37,11 @@ torch.manual_seed(0)
 def one_run(a, b):
     """(µs until the call returned, µs until the result was ready), same start."""
     sync()  # start from an empty queue
-    t0 = time.perf_counter_ns()
+    t0 = clock()
     c = a @ b
-    t_returned = time.perf_counter_ns()
+    t_returned = clock()
     sync()  # on a device, the host waits here
-    t_ready = time.perf_counter_ns()
+    t_ready = clock()
     del c
     return (t_returned - t0) / 1e3, (t_ready - t0) / 1e3
 
@@ -50,8 +52,8 @@ for n in SIZES:
     b = torch.rand(n, n, device=device)
     one_run(a, b)  # warm-up: library initialisation, first allocations
     runs = [one_run(a, b) for _ in range(RUNS)]
-    returned[n] = statistics.median(r for r, _ in runs)
-    ready[n] = statistics.median(d for _, d in runs)
+    returned[n] = min(r for r, _ in runs)
+    ready[n] = min(d for _, d in runs)
 
 N = SIZES[-1]
 returned_us, ready_us = returned[N], ready[N]
@@ -59,7 +61,7 @@ returned_growth = returned[N] / returned[N // 2]   # about 8 where the call does
 ready_growth = ready[N] / ready[N // 2]
 gflops = 2 * N**3 / ready_us / 1e3  # multiply-adds count as 2 flops
 
-print(f"device: {device}; float32 matmul, median of {RUNS} runs after a warm-up, "
+print(f"device: {device}; float32 matmul, fastest of {RUNS} runs after a warm-up, "
       f"{torch.get_num_threads()} intra-op threads")
 print(f"{'size':>6}{'returned µs':>14}{'ready µs':>12}")
 for n in SIZES:

@@ -113,7 +113,6 @@ dispatcher_share = (crossing_ns + parse_dispatch_ns) / plus_ns
 aten_op_vs_plus = aten_op_ns / plus_ns
 custom_vs_plus = custom_noop_ns / plus_ns
 library_vs_plus = library_noop_ns / plus_ns
-largest_other_ns = max(crossing_ns, parse_dispatch_ns, alloc_ns, autograd_ns)
 # under no_grad the autograd kernel still runs: with nothing to record, no_grad saves nothing ...
 no_grad_ns = ns["plus_no_grad"]
 no_grad_vs_plus = no_grad_ns / plus_ns
