@@ -14,6 +14,12 @@ as the page loads. Inside each ``<pre>``, this hook
 
 Only spans that carry a bare token class and hold plain text are touched; the text of every block,
 and so what its copy button copies, is the same character for character.
+
+A block of the page's own code (Markdown's fenced code, ``<div class="highlight"><pre>``, not a
+card's) also gets its number of lines, as ``style="--site-code-lines: N"``: the site's stylesheet
+lays out such a block only when the reader nears it (``content-visibility: auto``, as cards are),
+and keeps its room meanwhile from that count (``docs/assets/site.css``), so that the page below it
+does not move when it is laid out.
 """
 
 from __future__ import annotations
@@ -55,8 +61,18 @@ def lighten_block(pre: str) -> str:
 
 
 def lighten_code(html: str) -> str:
-    """``html`` with every ``<pre>`` block lightened; everything outside them is left as it is."""
-    return _PRE.sub(lambda block: lighten_block(block.group(0)), html)
+    """``html`` with every ``<pre>`` block lightened and each fenced block's lines counted;
+    everything outside them is left as it is."""
+    return _FENCED.sub(_counted, _PRE.sub(lambda block: lighten_block(block.group(0)), html))
+
+
+_FENCED = re.compile(r'<div class="highlight"><pre>(?P<body>.*?)</pre>', re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _counted(block: re.Match) -> str:
+    lines = _TAG.sub("", block.group("body")).count("\n") or 1  # each line ends with a newline
+    return f'<div class="highlight"><pre style="--site-code-lines: {lines}">{block.group("body")}</pre>'
 
 
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:

@@ -423,6 +423,35 @@ def test_each_copy_button_copies_its_own_block(open_tab, served):
     tab.assert_clean()
 
 
+FENCED = 'pre[style*="--site-code-lines"]'
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_code_block_below_the_screen_waits_in_its_own_room_and_copies_whole(open_tab, served, width):
+    """hooks/site_code.py counts each fenced block's lines and the stylesheet lays the block out
+    only near the screen (README, "Pages stay light"): at load the blocks far below are not laid
+    out, each keeps exactly the height it has once laid out, and the last one copies its code."""
+    tab = open_tab(viewport={"width": width, "height": 800})
+    tab.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served.base.rstrip("/"))
+    page = tab.open("part-4/")  # the page with the most code
+    blocks = page.locator(FENCED)
+    assert blocks.count() >= 5
+    waiting = blocks.evaluate_all("pres => pres.map(p => !p.querySelector('code').checkVisibility({contentVisibilityAuto: true}))")
+    kept = blocks.evaluate_all("pres => pres.map(p => p.getBoundingClientRect().height)")
+    assert sum(waiting) >= blocks.count() - 2, f"laid out at load: {waiting}"
+    laid_out = []
+    for index in range(blocks.count()):
+        center(blocks.nth(index))
+        page.wait_for_timeout(50)
+        laid_out.append(blocks.nth(index).evaluate("p => p.getBoundingClientRect().height"))
+    assert all(abs(now - before) < 1.5 for now, before in zip(laid_out, kept)), list(zip(kept, laid_out))
+    last = blocks.last
+    last.hover()
+    last.locator("button.md-code__button[data-md-type=copy]").click()
+    assert page.evaluate("navigator.clipboard.readText()").strip() == last.locator("code").inner_text().strip()
+    tab.assert_clean()
+
+
 # --- phone ---------------------------------------------------------------------------------------
 
 OVERFLOW = """() => {

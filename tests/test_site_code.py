@@ -93,3 +93,12 @@ def test_the_classes_left_apart_are_those_the_stylesheets_give_a_look_a_space_wo
                 if re.search(r"background|border|text-decoration|padding|margin|outline|box-shadow", body):
                     shown_on_space.add(cls)
     assert shown_on_space and shown_on_space <= GLYPH_STYLED
+
+
+def test_a_fenced_block_carries_its_number_of_lines_and_a_cards_block_does_not():
+    fenced = lighten_code('<div class="highlight">' + pygments_block(SNIPPET).split('<div class="highlight">', 1)[1])
+    assert f'<pre style="--site-code-lines: {SNIPPET.count(chr(10))}">' in fenced
+    card = '<div class="highlight" id="x" data-proof-source="s.html"><pre><code>a\nb\n</code></pre></div>'
+    one_line = '<div class="highlight"><pre><span></span><code>x = 1</code></pre></div>'
+    assert lighten_code(card) == card
+    assert '<pre style="--site-code-lines: 1">' in lighten_code(one_line)
