@@ -78,7 +78,9 @@ with torch.no_grad():
     in_no_grad = sets()
 with torch.inference_mode():
     in_inference = sets()
-    inference_exclude_has_autograd = torch._C._dispatch_tls_local_exclude_set().has(DK.AutogradFunctionality)
+    inference_exclude_has_autograd = all(  # the three keys of c10's autograd_dispatch_keyset
+        torch._C._dispatch_tls_local_exclude_set().has(k)
+        for k in (DK.AutogradFunctionality, DK.AutogradOther, DK.AutogradNestedTensor))
 with autocast():
     in_autocast = sets()
 
@@ -96,7 +98,9 @@ with torch.no_grad():
 # inference_mode: ADInplaceOrView leaves the include set, the autograd keys join the exclude set
 inference_drops_inplace = "ADInplaceOrView" in outside[0] and "ADInplaceOrView" not in in_inference[0]
 inference_excludes_autograd = (inference_exclude_has_autograd
-                               and not torch._C._dispatch_tls_local_exclude_set().has(DK.AutogradFunctionality))
+                               and not any(torch._C._dispatch_tls_local_exclude_set().has(k)
+                                           for k in (DK.AutogradFunctionality, DK.AutogradOther,
+                                                     DK.AutogradNestedTensor)))
 inference_keys = ", ".join(reversed(names(torch._C._dispatch_keys(ai))))  # private
 inference_log = watch("add.Tensor", ["AutogradCPU"], lambda: ai + bi, torch.inference_mode)
 autograd_ran_in_inference = bool(inference_log)
@@ -136,7 +140,7 @@ autocast_called_again = ([n["key"] for n in autocast_log] == ["AutocastCPU", "Au
 print(f"outside:          include {outside[0]}; exclude: {len(outside[1])} keys, "
       f"{', '.join(k for k in outside[1] if 'CPU' in k) or '-'} among them")
 print(f"no_grad:          the same sets: {no_grad_same_sets}")
-print(f"inference_mode:   include {in_inference[0]}; the autograd keys join the exclude set: "
+print(f"inference_mode:   include {in_inference[0]}; the autograd keys (AutogradFunctionality, AutogradOther, AutogradNestedTensor) join the exclude set: "
       f"{inference_excludes_autograd}")
 print(f"autocast:         exclude drops {', '.join(k for k in outside[1] if k not in in_autocast[1])}")
 print(f"requires_grad=True leaves the tensor's keys as they were: {requires_grad_same_keys}")

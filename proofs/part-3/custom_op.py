@@ -9,7 +9,10 @@ differences with torch.autograd.gradcheck (float64), runs the operator on a meta
 shows what a twin operator without register_autograd does in backward: it has an autograd
 kernel all the same, and that kernel raises. Last, an operator that writes its argument
 (mutates_args): custom_op gives it an ADInplaceOrView kernel, which bumps the private
-_version counter of the tensor it writes. Private APIs are used as they are: if a later
+_version counter of the tensor it writes. Unlike ATen's in-place kernels, it bumps before the
+write (the kernel itself reads the counter already raised), and it skips inference tensors
+(torch.autograd.graph.increment_version does): written outside inference_mode, an inference
+tensor is written without the error ATen's mul_ raises. Private APIs are used as they are: if a later
 torch changes them, the script fails.
 """
 import re
@@ -49,7 +52,12 @@ def numpy_sin_no_grad(x: torch.Tensor, scale: float) -> torch.Tensor:
 
 @torch.library.custom_op("mylib::numpy_scale_", mutates_args=("x",), device_types="cpu")
 def numpy_scale_(x: torch.Tensor, scale: float) -> None:
+    if not x.is_inference():
+        versions_seen_inside.append(x._version)  # private: the counter as the write begins
     x.numpy()[...] *= scale  # writes x in place, behind autograd's back
+
+
+versions_seen_inside = []
 
 
 def slot(op, key):
@@ -94,6 +102,23 @@ t = torch.ones(3)
 version_before = t._version  # private attribute
 numpy_scale_(t, 3.0)
 mutation_bumped_version = t._version == version_before + 1 and t[0].item() == 3.0
+bumped_before_write = versions_seen_inside == [version_before + 1]
+
+with torch.inference_mode():
+    u = torch.ones(3)  # an inference tensor, written below outside inference_mode
+try:
+    numpy_scale_(u, 3.0)
+    custom_inference_error = ""
+except RuntimeError as err:
+    custom_inference_error = str(err).splitlines()[0]
+custom_writes_inference_tensor = custom_inference_error == "" and u[0].item() == 3.0
+try:
+    u.mul_(3.0)
+    aten_inference_error = ""
+except RuntimeError as err:
+    aten_inference_error = str(err).splitlines()[0]
+aten_refuses_inference_tensor = "inference tensor outside InferenceMode" in aten_inference_error
+
 mutating_gets_inplace_kernel = ("custom_ops.py" in inplace_slot and "fallthrough" not in inplace_slot
                                 and "fallthrough" in plain_inplace_slot and mutation_bumped_version)
 
@@ -111,3 +136,8 @@ print(f"a writing operator: {mutating_schema}")
 print(f"  its ADInplaceOrView slot: {inplace_slot.split('/')[-1]}")
 print(f"  (numpy_sin's: {plain_inplace_slot.split('/')[-1]})")
 print(f"  numpy_scale_(t, 3.0) bumped t._version by one: {mutation_bumped_version}")
+print(f"  inside the kernel t._version was already {versions_seen_inside}: "
+      f"bumped before the write: {bumped_before_write}")
+print(f"an inference tensor written outside inference_mode: numpy_scale_ wrote it without "
+      f"error: {custom_writes_inference_tensor}; u.mul_(3.0) raised: {aten_refuses_inference_tensor}")
+print(f"  '{aten_inference_error[:90]}'")

@@ -1,10 +1,11 @@
 """The one-element toll taken apart, one change per step, and what a training step pays for it.
 
 Times a ladder of calls on one-element float32 tensors in which each step changes one thing:
-a.dim() (Python calls a C++ method that reads a field: into C++ and back, no dispatcher);
+a.dim() (Python calls a C++ method that reads a field: into C++ and back, with the check of
+self for __torch_function__ that THPVariable_dim makes, no dispatcher);
 ai.is_same_size(bi) on inference tensors inside inference_mode (adds what a generated binding
-does, parsing one tensor argument, checking for __torch_function__, releasing and retaking
-the GIL, and one trip through the dispatcher to a kernel that only compares sizes; no autograd
+does beyond that, parsing a second tensor argument and checking it for __torch_function__,
+releasing and retaking the GIL, and one trip through the dispatcher to a kernel that only compares sizes; no autograd
 kernel runs there); ai.add_(bi) (the add kernel instead: its checks, TensorIterator's set-up
 and a loop over one float, and the parsing of add_'s longer signature, with its Scalar alpha;
 nothing is allocated); ai + bi (out of place: adds allocating the result, wrapping it in a
@@ -109,6 +110,7 @@ parse_dispatch_ns = ns["same_size"] - ns["dim"]
 kernel_ns = ns["add_inplace"] - ns["same_size"]
 alloc_ns = ns["plus_inf"] - ns["add_inplace"]  # allocate, wrap in Python, free
 autograd_ns = ns["plus"] - ns["plus_inf"]
+# the first two steps' share; add_'s longer parse (step 3) also runs before the kernel
 dispatcher_share = (crossing_ns + parse_dispatch_ns) / plus_ns
 aten_op_vs_plus = aten_op_ns / plus_ns
 custom_vs_plus = custom_noop_ns / plus_ns

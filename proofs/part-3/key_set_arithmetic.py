@@ -18,8 +18,8 @@ TORCH_SHOW_CPP_STACKTRACES=1 and TORCH_SYMBOLIZE_MODE=fast (torch's own symboliz
 the libraries' symbol tables and needs no addr2line), adds two tensors whose shapes do not
 broadcast. The error is raised inside the CPU kernel's first step, and its C++ backtrace lists
 every function between the Python binding and that point; the script keeps those frames,
-without the template glue that adapts a typed function to the kernel slot
-(c10::impl::wrap_kernel_functor_unboxed_), and prints them from the outside in. It does this
+without the template glue that adapts a typed function to the kernel slot (every frame in
+namespace c10::impl::, such as wrap_kernel_functor_unboxed_), and prints them from the outside in. It does this
 only on Linux x86-64, where torch's own C++ unwinder (torch/csrc/profiler/unwind/) is known to
 work; elsewhere the script says so, prints no chain and sets linux_x86_64 to False. Private APIs are used as they
 are: if a later torch changes them, the script fails.
@@ -128,13 +128,17 @@ if linux_x86_64:
     inner = next(i for i, f in enumerate(frames) if "structured_add_Tensor::meta" in f)
     cpp_frames = [short(f) for f in reversed(frames[inner:outer + 1])
                   if not f.startswith("c10::impl::")]  # the glue between a slot and a function
+    dispatcher_frames = [f for f in frames[inner:outer + 1]
+                         if "Dispatcher::call" in f or "KernelFunction::call" in f]
     glue_frames = sum(f.startswith("c10::impl::wrap_kernel_functor_unboxed_")
                       for f in frames[inner:outer + 1])
     print("C++ frames of a + b, from the binding inwards (template glue left out):")
     for frame in cpp_frames:
         print(f"  {frame}")
+    print(f"frames of Dispatcher::call or KernelFunction::call among them: {len(dispatcher_frames)}")
 else:
     glue_frames = 0
+    dispatcher_frames = []
     print(f"C++ frames: not read on this machine ({sys.platform}, {platform.machine()}): the script "
           "reads torch's unwinder on Linux x86-64 only")
 cpp_chain = " → ".join(cpp_frames[:-1])  # the last one is the kernel's first step
@@ -147,6 +151,7 @@ for frame in cpp_frames:  # the expected names, in this order
         position += 1
         while position < len(EXPECTED) and EXPECTED[position] in frame:
             position += 1
+no_dispatcher_call_frame = linux_x86_64 and not dispatcher_frames  # inlined into add_Tensor::call
 cpp_chain_as_predicted = position == len(EXPECTED)  # (glue_frames depends on the compiler's inlining)
 
 steps = [("keys of a", keys_a), ("keys of b", keys_b), ("a ∪ b", union),

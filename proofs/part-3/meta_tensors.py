@@ -12,12 +12,13 @@ of each round's build over its fill (a pair shares the machine's state of the mo
 largest mmap threshold), so both pay its page faults; an allocator that keeps freed memory for
 reuse (jemalloc, tcmalloc) could spare one and not the other, so the script reports whether
 it runs on glibc's allocator (glibc_allocator: glibc, and no jemalloc, tcmalloc or mimalloc in
-LD_PRELOAD). The meta widths double until the
+LD_PRELOAD, no malloc setting in GLIBC_TUNABLES or MALLOC_* variables). The meta widths double until the
 model holds at least 64 times the machine's memory, so the largest is far larger than memory
 on any machine. On the CPU each parameter is allocated and filled by its initializer; on meta
 the same calls reach the Meta key's kernels, which compute output shapes and allocate nothing.
-Many of those kernels are Python functions, registered when torch is imported by
-torch/_meta_registrations.py: the script counts the aten operators whose Meta slot holds a
+Many of those kernels are Python functions, registered when torch is imported through the
+library that torch/_meta_registrations.py opens (the code of many lives in torch/_refs and
+torch/_decomp, which the script counts by each kernel's source file): the script counts the aten operators whose Meta slot holds a
 kernel of its own, and a Python one (private torch._C._dispatch_dump_table), how many of
 those Python kernels stand in front of a C++ Meta kernel that is still registered but
 inactive (private torch._C._dispatch_dump lists it as "Meta (inactive)"), and which
@@ -32,6 +33,7 @@ the widths stop at 524,288 and the model-to-memory ratio comes out as 0.
 """
 import collections
 import gc
+import inspect
 import os
 import platform
 import statistics
@@ -41,8 +43,11 @@ import time
 
 import matplotlib.pyplot as plt
 import torch
+import torchgen
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode  # underscore module, documented
+
+DK = torch._C.DispatchKey
 
 torch.set_num_threads(1)
 LAYERS = 4
@@ -177,8 +182,41 @@ n_python_meta_over_cpp = sum(
     f is not None and f.endswith(".py")
     and re.search(r"^Meta \(inactive\): registered at \S+\.cpp", torch._C._dispatch_dump(n), re.M) is not None
     for n, f in zip([n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")], meta_files))
+
+
+def meta_code_file(op):
+    """The source file of the Python function an operator's Meta key runs (unwrapped)."""
+    packet, _, overload = op[len("aten::"):].partition(".")
+    kernel = getattr(getattr(torch.ops.aten, packet), overload or "default").py_kernels[DK.Meta]
+    try:
+        return inspect.getsourcefile(inspect.unwrap(kernel)).replace(os.sep, "/")
+    except TypeError:
+        return "?"
+
+
+aten_names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]  # private
+registered_here = [n for n, f in zip(aten_names, meta_files)
+                   if f is not None and f.endswith("torch/_meta_registrations.py")]
+code_files = [meta_code_file(n) for n in registered_here]
+n_meta_code_in_registrations = sum(f.endswith("torch/_meta_registrations.py") for f in code_files)
+n_meta_code_refs_decomp = sum("/torch/_refs/" in f or "/torch/_decomp/" in f for f in code_files)
+# of the Python kernels in front of a C++ one, how many operators are structured in the YAML
+yaml_text = open(os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native",
+                              "native_functions.yaml")).read()
+structured_names = {"aten::" + name for entry in re.split(r"^- func: ", yaml_text, flags=re.M)[1:]
+                    for name in [entry.split("(", 1)[0]]
+                    if re.search(r"^\s+structured(_delegate)?: ", entry, re.M)
+                    and not re.search(r"^\s+structured: False", entry, re.M)}
+python_over_cpp_names = [
+    n for n, f in zip(aten_names, meta_files) if f is not None and f.endswith(".py")
+    and re.search(r"^Meta \(inactive\): registered at \S+\.cpp", torch._C._dispatch_dump(n), re.M)]
+n_python_over_structured = sum(n.split(".default")[0] in structured_names or n in structured_names
+                               for n in python_over_cpp_names)
 glibc_allocator = (platform.libc_ver()[0] == "glibc"
-                   and not any(a in os.environ.get("LD_PRELOAD", "") for a in ("jemalloc", "tcmalloc", "mimalloc")))
+                   and not any(a in os.environ.get("LD_PRELOAD", "") for a in ("jemalloc", "tcmalloc", "mimalloc"))
+                   # glibc's allocator as shipped: no tunable that makes it keep large blocks
+                   and "malloc" not in os.environ.get("GLIBC_TUNABLES", "")
+                   and not any(k.startswith("MALLOC_") for k in os.environ))
 meta_largest_ms = meta[largest]
 cpu_largest_ms = cpu[cpu_widths[-1]]
 cpu_largest_mib = n_params[cpu_widths[-1]] * 4 / 2**20
@@ -195,7 +233,8 @@ with torch.device("meta"):
 weights = {"weight": torch.randn(8, 8), "bias": torch.randn(8)}
 small.load_state_dict(weights, assign=True)
 assign_loads_weights = all(p.device.type == "cpu" for p in small.parameters()) and \
-    small.weight.data_ptr() == weights["weight"].data_ptr()
+    small.weight.data_ptr() == weights["weight"].data_ptr()  # the same memory: nothing copied
+assign_same_objects = small.weight is weights["weight"]  # False: a new Parameter over that memory
 
 batch = torch.empty(8, largest, device="meta")
 big_model(batch)  # warm-up
@@ -217,7 +256,8 @@ print(f"predicted from one fill of {n_cpu_largest:,} values ({fill_largest_ms:.0
 print(f"largest meta model: {largest_gib:,.0f} GiB of parameters, {largest_vs_ram:,.0f}x this "
       f"machine's memory; stores nothing: {largest_stores_nothing}")
 print(f"an nn.Linear built under torch.device('meta'), then load_state_dict(..., assign=True): its "
-      f"parameters are the loaded CPU tensors themselves: {assign_loads_weights}")
+      f"parameters share the loaded CPU tensors' memory: {assign_loads_weights}; are the same "
+      f"objects: {assign_same_objects} (new Parameters over that memory)")
 print(f"its forward pass on a meta batch of 8 took {forward_ms:.2f} ms and returned shape "
       f"{forward_shape}")
 print(f"a meta nn.Linear calls {build_meta_ops}; Meta kernels in Python: {init_meta_python}")
@@ -226,9 +266,13 @@ print(f"  and runs {python_calls_meta_linear} Python functions: {python_calls_in
       f"Python Meta kernel, {python_calls_elsewhere} elsewhere: "
       + ", ".join(f"{f} {c}" for f, c in python_seen.most_common(8)))
 print(f"{n_python_meta_kernels:,} of the {n_meta_kernels:,} aten operators with a kernel at Meta "
-      f"have one written in Python, {n_meta_registrations_kernels:,} of them from "
+      f"have one written in Python, {n_meta_registrations_kernels:,} of them registered through "
       f"torch/_meta_registrations.py; {n_python_meta_over_cpp:,} of the Python ones stand in front of "
-      f"a C++ Meta kernel that is still registered, inactive")
+      f"a C++ Meta kernel that is still registered, inactive, {n_python_over_structured:,} of those "
+      f"for operators that are structured (or structured_delegate) in native_functions.yaml")
+print(f"  the {n_meta_registrations_kernels:,} registered through torch/_meta_registrations.py have their "
+      f"code there for {n_meta_code_in_registrations:,}, in torch/_refs or torch/_decomp for "
+      f"{n_meta_code_refs_decomp:,}")
 print(f"glibc's allocator: {glibc_allocator}")
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
