@@ -13,9 +13,9 @@ modules (a __file__ ending in .so or .pyd) and whether torch._dynamo or torch._i
 in, and reads, from Linux's /proc/self/status and /proc/self/smaps, its resident memory: for
 every library mapped from the torch package how many bytes are mapped and how many resident
 (in memory now), and how much is resident in anonymous memory (backed by no file: the heap
-and the like) and in other files. In the third child it then builds what Figure 1's program
-builds next, a model and a torch.optim.Adam over its parameters, and times the optimizer's construction (one
-run), counting the modules it imports and recording, with a finder put first on sys.meta_path
+and the like) and in other files. Each child then builds what Figure 1's program
+builds next, a model and a torch.optim.Adam over its parameters, and times the optimizer's construction (the
+median child is reported), counting the modules it imports and recording, with a finder put first on sys.meta_path
 that finds nothing itself, torch's frames on the stack when torch._dynamo is first imported. Three children run one after the
 other; the script reports the median of each other number. Before the first child, the
 script reads torch's library files once, so that no child waits for the disk: what is timed is
@@ -144,7 +144,7 @@ def read_libraries():
 
 
 read_libraries()
-runs = [child(optimizer=i == CHILDREN - 1) for i in range(CHILDREN)]      # the optimizer in the last only
+runs = [child(optimizer=True) for i in range(CHILDREN)]      # each child then builds an optimizer
 with_optimizer = [r for r in runs if "optimizer_seconds" in r]
 median = statistics.median
 import_s = median(r["seconds"] for r in runs)
@@ -160,6 +160,7 @@ lib = {n: [median(r["libs"][n][i] for r in runs) / 1024 for i in range(3)] for n
 lib = {n: (mapped, resident, file_kib / 1024) for n, (mapped, resident, file_kib) in lib.items()}
 cpu_mapped_mib, cpu_resident_mib, cpu_file_mib = lib["libtorch_cpu.so"]
 cpu_resident_share = cpu_resident_mib / cpu_mapped_mib
+cpu_wheel = not any("cuda" in n for n in lib)        # no CUDA library was mapped: a CPU wheel
 c_self_s = median(r["c_self_s"] for r in runs)          # PyInit__C, the libraries being loaded already
 load_s = median(r["load_seconds"] for r in runs)
 compiled_s = median(r["compiled_s"] for r in runs)
@@ -167,18 +168,18 @@ python_share = median(1 - r["compiled_s"] / r["listed_s"] for r in runs)
 all_groups = {g for r in runs for g in r["groups"]}
 groups = sorted(((median(r["groups"].get(g, 0.0) for r in runs), g) for g in all_groups), reverse=True)
 meta_s = median(sum(r["groups"].get(g, 0.0) for g in META_GROUPS) for r in runs)
-# "The rest of torch": torch's subpackages outside torch._C and the meta tables, the compiler not among them.
-REST = [(v, g) for v, g in groups if g.startswith("torch") and g != "torch._C" and g not in META_GROUPS
+# "The rest of torch": torch itself and its subpackages outside torch._C and the meta tables, the compiler not among them.
+REST = [(v, g) for v, g in groups if (g == "torch" or g.startswith("torch.")) and g != "torch._C" and g not in META_GROUPS
         and g not in ("torch._dynamo", "torch._inductor")]
 rest_s = sum(v for v, _ in REST)
-rest_largest_s, rest_largest = max(REST) if REST else (0.0, "")
+rest_largest_s, rest_largest = max((v, g) for v, g in REST if g != "torch") if REST else (0.0, "")  # a subpackage
 rest_n_groups = len(REST)
 torch_resident_mib = sum(v[1] for v in lib.values())
 anonymous_mib = median(r["kinds"]["anonymous"] for r in runs) / 1024
 other_files_mib = median(r["kinds"]["other files"] + r["kinds"]["numpy"] for r in runs) / 1024
 rest_mib = rss_after_mib - torch_resident_mib
 compiler_imported = any(r["compiler_modules"] for r in runs)
-fastest = min(with_optimizer, key=lambda r: r["optimizer_seconds"])
+fastest = sorted(with_optimizer, key=lambda r: r["optimizer_seconds"])[len(with_optimizer) // 2]  # the median
 optimizer_s = fastest["optimizer_seconds"]
 n_optimizer_modules = fastest["optimizer_modules"]
 optimizer_brings_compiler = all(r["compiler_after_optimizer"] == 2 for r in with_optimizer)
@@ -206,7 +207,7 @@ print(f"  torch's meta kernels, prims, refs and decompositions ({', '.join(META_
 IMPORT_GROUPS = ("numpy", "torch._decomp", "torch._higher_order_ops", "torch._meta_registrations", "torch._prims",
                  "torch._refs", "torch.distributed", "torch.fx", "torch.nn", "torch.utils")
 group_s = dict((g, v) for v, g in groups)
-print(f"  the rest of torch (its other {rest_n_groups} subpackages): {rest_s:.2f} s; the largest of them "
+print(f"  the rest of torch (torch/__init__.py itself and its other modules, in {rest_n_groups} groups by subpackage): {rest_s:.2f} s; the largest of them "
       f"{rest_largest_s:.2f} s (which one it is changes from run to run)")
 print("  groups of modules, by name (self time, median):")
 for g in IMPORT_GROUPS:
@@ -220,7 +221,7 @@ for n, (mapped, resident, file_mib) in lib.items():
     print(f"  {n:36s}{file_mib:10.1f}{mapped:12.1f}{resident:14.1f}")
 print(f"  torch's libraries resident in all: {torch_resident_mib:.0f} MiB of {rss_after_mib:.0f} MiB; of the "
       f"other {rest_mib:.0f} MiB, anonymous memory {anonymous_mib:.0f} MiB, other files {other_files_mib:.0f} MiB")
-print(f"then torch.optim.Adam over an nn.Linear(8, 8), in the last child: "
+print(f"then torch.optim.Adam over an nn.Linear(8, 8), in the median child: "
       f"{optimizer_s:.2f} s, {n_optimizer_modules:,} more "
       f"modules; torch._dynamo and torch._inductor imported now: {optimizer_brings_compiler}")
 print(f"  who first imported torch._dynamo (torch's frames, outermost first): {stack_text}; "
@@ -244,7 +245,7 @@ def bar_parts(gs, meta):
             parts[g] += v
         elif meta and g in META_GROUPS:
             parts["meta kernels, prims, refs, decompositions"] += v
-        elif g.startswith("torch"):
+        elif g == "torch" or g.startswith("torch."):
             parts["the rest of torch"] += v
         elif g in ("sympy", "mpmath"):
             parts["sympy, mpmath"] += v
@@ -270,13 +271,13 @@ for row, (label, parts) in enumerate(rows.items()):
 ax.set_yticks(range(len(rows)), list(rows), fontsize=9)
 ax.invert_yaxis()
 ax.set_xlim(0, max(sum(p.values()) for p in rows.values()) * 1.2)
-ax.set_xlabel("seconds: each module's own import time\n(import: the median fresh process; the optimizer: the last one)")
+ax.set_xlabel("seconds: each module's own import time\n(import and optimizer: the median fresh process of each)")
 fig.legend(loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
 ax.set_title("What a fresh process pays before its first step", fontsize=10)
 plt.show()
 
 # Figure 2: memory, per library.
-fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
 shown = [n for n in names if lib[n][2] >= 0.5]
 y = range(len(shown))
 ax.barh([i - 0.27 for i in y], [lib[n][2] for n in shown], height=0.27, color="C7", label="file on disk")
@@ -286,9 +287,15 @@ ax.barh([i + 0.27 for i in y], [lib[n][1] for n in shown], height=0.27, color="C
 for i, n in enumerate(shown):
     ax.text(lib[n][2] + 3, i - 0.27, f"{lib[n][2]:,.0f}", va="center", fontsize=8)
     ax.text(lib[n][1] + 3, i + 0.27, f"{lib[n][1]:,.0f}", va="center", fontsize=8)
-ax.set_yticks(list(y), shown)
+# The rest of the process's resident memory, backed by no library of torch's: what a spawned worker
+# cannot share (anonymous memory) and the other files it maps.
+extra = {"anonymous memory\n(no file: not shared)": anonymous_mib, "other files": other_files_mib}
+for i, (label, mib) in enumerate(extra.items(), start=len(shown)):
+    ax.barh(i, mib, height=0.27, color="C3")
+    ax.text(mib + 3, i, f"{mib:,.0f}", va="center", fontsize=8)
+ax.set_yticks(range(len(shown) + len(extra)), shown + list(extra), fontsize=8)
 ax.invert_yaxis()
 ax.set_xlabel("MiB, to scale (median of the children)")
 ax.legend(frameon=False, fontsize=9, loc="lower right")
-ax.set_title("After import torch: each library on disk, mapped, and in memory", fontsize=10)
+ax.set_title("After import torch: each library on disk, mapped and in memory; the rest in memory", fontsize=10)
 plt.show()

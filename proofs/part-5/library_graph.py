@@ -20,7 +20,7 @@ import struct
 
 import torch
 
-TORCH_DIR = os.path.dirname(torch.__file__)
+TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__))   # /proc/self/maps names real paths
 LIB_DIR = os.path.join(TORCH_DIR, "lib")
 DT_NEEDED, DT_SONAME, DT_RUNPATH = 1, 14, 29
 
@@ -110,6 +110,8 @@ torch_libraries_elsewhere = ", ".join(sorted(mapped_elsewhere)) or "none"
 loaded_is_closure_plus_global_deps = (set(mapped_torch_lib) == set(closure) | {"libtorch_global_deps.so"}
                                       and not mapped_elsewhere)
 n_loaded = len(mapped_torch_lib)
+# Some wheels (auditwheel repairs) keep bundled libraries in a torch.libs folder beside torch: not this layout.
+libs_all_in_torch_lib = not os.path.isdir(os.path.join(os.path.dirname(TORCH_DIR), "torch.libs"))
 n_in_torch_lib = len(files) - 1
 libtorch_bytes = size.get("libtorch.so", 0)
 libtorch_needs = ", ".join(n for n in info.get("libtorch.so", ([], None, None))[0] if n in files)

@@ -12,7 +12,7 @@ those, names the others, and picks out the files a code generator wrote: a gener
 named after one of the templates the wheel ships with the generators
 (torchgen/packaged/ATen/templates for torchgen, torchgen/packaged/autograd/templates for
 tools/autograd): the template's own name, its stem with a shard number (VariableType.cpp
-writes VariableType_0.cpp to VariableType_4.cpp), or, for RegisterDispatchKey.cpp, a dispatch
+writes VariableType_0.cpp to VariableType_9.cpp), or, for RegisterDispatchKey.cpp, a dispatch
 key from torchgen's own list in place of "DispatchKey" (RegisterCPU_0.cpp). A hand-written
 file whose name also starts with Register is listed apart. The figure draws libtorch_cpu and libtorch_python to scale,
 section by section. Linux (ELF) only.
