@@ -9,10 +9,13 @@ state on the first), what reached each floor:
   4  operators the dispatcher ran, as a TorchDispatchMode sees them (torch.utils._python_dispatch,
      an underscore module documented for extending PyTorch), leaving out the profiler's own
      markers (profiler::_record_function_enter_new/_exit, which Optimizer.step and zero_grad
-     call so that a profile shows them by name). Watching changes one count: where autograd
-     saves an output (relu's, in the forward line), the saved copy is made through the active
-     dispatch mode, which sees it as one aten::detach that an unwatched step does not run;
-  5  autograd nodes: recorded by a forward line, run by backward (a pre-hook on every node);
+     call so that a profile shows them by name; the proof prints how many). Watching changes
+     one count, and the proof takes it back out: where autograd saves an output (relu's, in the
+     forward line), the saved copy is made through the active dispatch mode, which sees it as
+     one aten::detach that an unwatched step does not run;
+  5  autograd nodes: recorded by a forward line (new nodes in its result's graph), run by
+     backward (a pre-hook on every node), and for the other lines the nodes carried by any
+     result of their API calls, as the TorchFunctionMode sees them;
   6  operators that ran a kernel over data (views left out: OpOverload.is_view);
   7  fresh memory: storage that the line's operators created;
   8  values copied from a tensor into Python (aten::_local_scalar_dense, what .item() runs):
@@ -24,7 +27,10 @@ it times each line: the CPU time of the calling thread (time.thread_time_ns) aro
 on one intra-op thread, median over 200 steps after 20 warm-up steps. Beside the lines, in the
 same loop and on the same clock, it times 100 one-element a + b calls, the toll of one operator
 call, and prices the operators of optimizer.step(), the forward pass and backward at that toll:
-what the tolls leave of a line is Python, recording, and the arithmetic.
+what the tolls leave of a line is Python, recording, and the arithmetic. Last, the size test on
+Figure 1 itself: the whole step, median over 100 steps, at a batch of 8, of 1,024 (Figure 1's)
+and of 8,192, interleaved twice, keeping each batch's lower median. What a batch of 8 pays too
+does not grow with the data: it is the step's fixed cost.
 """
 import os
 import statistics
@@ -89,13 +95,18 @@ def run_line(name):
 
 
 class ApiCalls(TorchFunctionMode):
+    """Counts the calls at torch's API, and the autograd nodes their results carry."""
+
     def __init__(self):
         super().__init__()
         self.count = 0
+        self.nodes = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.count += 1
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        self.nodes.update(t.grad_fn for t in tensors(out) if t.grad_fn is not None)
+        return out
 
 
 def tensors(tree):
@@ -158,7 +169,7 @@ for _ in range(3):  # Adam makes its state on the first step
     for name in LINES:
         run_line(name)
 
-counts = {}
+counts, markers, mode_detaches = {}, {}, {}
 recorded = set()
 for name in LINES:
     if name == "backward":
@@ -174,9 +185,14 @@ for name in LINES:
     elif name in ("forward", "loss"):
         now = graph_nodes(state["pred" if name == "forward" else "loss"])
         nodes, recorded = len(now - recorded), recorded | now
-    else:
-        nodes = 0
-    counts[name] = {1: 1, 3: api.count, 4: sum(op.namespace != "profiler" for op in operators.ops),
+    else:  # observed, not assumed: nodes carried by any result of the line's API calls
+        nodes = len(api.nodes)
+    markers[name] = sum(op.namespace == "profiler" for op in operators.ops)
+    mode_detaches[name] = sum(op.__name__ == "detach.default" for op in operators.ops)
+    # Outside backward (where AccumulateGrad's detach is real), a detach is the watching mode's.
+    artefacts = mode_detaches[name] if name != "backward" else 0
+    counts[name] = {1: 1, 3: api.count,
+                    4: sum(op.namespace != "profiler" for op in operators.ops) - artefacts,
                     5: nodes,
                     6: sum(not op.is_view and op.namespace != "profiler" for op in operators.ops),
                     7: operators.fresh_bytes,
@@ -227,6 +243,45 @@ forward_toll_share = forward_tolls_us / forward_us
 backward_tolls_us = backward_ops * toll_ns / 1e3
 backward_toll_share = backward_tolls_us / backward_us
 forward_py_calls = counts["forward"][2]
+# What the watching changed or left out, reported rather than hidden:
+forward_mode_detaches = mode_detaches["forward"]   # saved-output copies only a dispatch mode sees
+zero_grad_markers = markers["zero_grad"]           # profiler::_record_function_enter_new/_exit
+optim_step_nodes = counts["optim_step"][5]
+zero_grad_nodes = counts["zero_grad"][5]
+if not (torch.is_grad_enabled() and all(p.grad_fn is None for p in model.parameters())):
+    raise RuntimeError("the parameters should stay leaves after the step")
+
+# The size test, on Figure 1 itself: the same step at a batch of 8 and of 1,024 (Figure 1's).
+# What does not grow with the batch is the fixed cost: tolls, Python, bookkeeping.
+def step_time_at(batch, steps=100, warmup=10):
+    torch.manual_seed(0)
+    xb = torch.randn(batch, 8)
+    yb = xb[:, :1] * xb[:, 1:2] + xb[:, 2:3].sin()
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    out = []
+    for i in range(warmup + steps):
+        t0 = clock()
+        loss = loss_fn(net(xb), yb)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        out.append(loss.item())
+        if i >= warmup:
+            out[-1] = (clock() - t0) / 1e3
+    return statistics.median(out[warmup:])
+
+
+BATCHES = (8, 1024, 8192)
+step_us_by_batch = {}
+for _ in range(2):  # interleaved, twice; keep each batch's lower median
+    for batch in BATCHES:
+        t = step_time_at(batch)
+        step_us_by_batch[batch] = min(t, step_us_by_batch.get(batch, float("inf")))
+small_step_us, fig1_step_us, big_step_us = (step_us_by_batch[b] for b in BATCHES)
+fixed_share = small_step_us / fig1_step_us   # of Figure 1's step, the part a batch of 8 pays too
+growth_8_to_1024 = fig1_step_us / small_step_us   # 128 times the batch, this many times the time
+growth_1024_to_8192 = big_step_us / fig1_step_us  # 8 times the batch, this many times the time
 
 print(f"Figure 1's step, line by line: counts on one step, times on one thread "
       f"(median over {STEPS} steps after {WARMUP})")
@@ -241,10 +296,19 @@ print("        6 kernels over data, 7 fresh KiB, 8 values copied to Python")
 print(f"whole step: {whole_step_us:,.0f} µs, {whole_step_ops} operators")
 print(f"one a + b on 1 element, timed in the same loop: {toll_ns:,.0f} ns; optimizer.step()'s "
       f"{optim_step_ops} operators at that toll: {optim_tolls_us:,.0f} µs of its {optim_step_us:,.0f} µs "
-      f"({optim_toll_share:.0%}); the rest is Python ({optim_step_py_calls} function calls in torch)")
+      f"({optim_toll_share:.0%}); the rest is Python and C++ calls around the operators "
+      f"({optim_step_py_calls} Python-level calls inside torch, {counts['optim_step'][3]} API calls)")
 print(f"at the same toll: the forward pass's {forward_ops} operators {forward_tolls_us:,.1f} µs of its "
       f"{forward_us:,.0f} µs ({forward_toll_share:.0%}); backward's {backward_ops} operators "
       f"{backward_tolls_us:,.1f} µs of its {backward_us:,.0f} µs ({backward_toll_share:.0%})")
+
+print(f"forward: {forward_ops} operators, after leaving out {forward_mode_detaches} detach that only "
+      f"the watching mode runs (it copies a saved output); zero_grad: {zero_grad_ops} ATen "
+      f"operators, {zero_grad_markers} profiler markers; nodes recorded by optimizer.step(): "
+      f"{optim_step_nodes}, by zero_grad: {zero_grad_nodes}")
+print("the whole step by batch size (median µs, one thread): "
+      + ", ".join(f"{b:,}: {step_us_by_batch[b]:,.0f}" for b in BATCHES)
+      + f"; a batch of 8 costs {fixed_share:.0%} of Figure 1's batch of 1,024")
 
 fig, (grid, bars) = plt.subplots(1, 2, figsize=(8, 3.6), width_ratios=[3, 2], sharey=True,
                                  layout="constrained")
@@ -256,11 +320,12 @@ for row, name in enumerate(names):
             grid.scatter(floor, row, s=260, color=f"C{floor - 1}", alpha=0.35, edgecolors="none")
             text = str(round(value / 1024)) if floor == 7 else str(value)
             grid.text(floor, row, "" if floor == 1 else text, ha="center", va="center", fontsize=7)
-grid.set_xticks(range(1, 9))
+FLOOR_NAMES = ["line", "Python", "API", "ops", "nodes", "kernels", "KiB", ".item()"]
+grid.set_xticks(range(1, 9), [f"{f}\n{name}" for f, name in zip(range(1, 9), FLOOR_NAMES)], fontsize=7)
 grid.set_xlim(0.4, 8.6)
 grid.set_yticks(range(len(names)), [LINES[n] for n in names], fontsize=8, family="monospace")
 grid.set_ylim(len(names) - 0.5, -0.5)
-grid.set_xlabel("floor reached (number: how many; on floor 7, KiB)", fontsize=9)
+grid.set_xlabel("floor reached (number: how many; on floor 7, KiB)", fontsize=8)
 bars.barh(range(len(names)), [us[n] for n in names], color="C0", height=0.6)
 for row, name in enumerate(names):
     bars.text(us[name], row, f" {us[name]:,.0f}", va="center", fontsize=8)

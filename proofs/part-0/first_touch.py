@@ -6,11 +6,14 @@ block from c10::alloc_cpu (posix_memalign, c10/core/impl/alloc_cpu.cpp) and give
 when the last reference to the storage dies; PyTorch caches nothing. The proof times empty()
 and the first fill_(), reads the process's resident memory (RSS) at each step, then deletes
 the tensor. Timings are the minimum of 3 rounds (allocate, fill, fill again, delete), with no
-warm-up on purpose: every round must pay for its pages; RSS is from the last round. Threads
-are left at torch's default. RSS comes from /proc/self/status (Linux) or psutil if installed;
+warm-up on purpose: every round must pay for its pages; RSS is from the last round. The writes
+run on one intra-op thread (torch.set_num_threads(1)), so that the first write's price, one
+page fault after another, does not shrink with the number of free cores. RSS comes from /proc/self/status (Linux) or psutil if installed;
 without either, the RSS values are NaN and rss_readable is False. That the block goes back to
 the operating system on free() is glibc's doing (a block this big comes from mmap): another
-allocator preloaded (jemalloc, tcmalloc) may keep it, and glibc_malloc is then False.
+allocator preloaded (jemalloc, tcmalloc) may keep it, and so may glibc itself when its mmap
+settings are changed (MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_ or GLIBC_TUNABLES naming
+glibc.malloc): glibc_malloc is True only for glibc's malloc with none of these set.
 """
 import os
 import platform
@@ -18,6 +21,7 @@ import time
 
 import torch
 
+torch.set_num_threads(1)  # see the docstring
 N = 100_000_000  # floats: 400 MB
 ROUNDS = 3
 tensor_mib = N * 4 / 2**20
@@ -72,7 +76,9 @@ print(f"the first write took {fill_ms / refill_ms:.1f}x as long as the second")
 fill_vs_refill = fill_ms / refill_ms
 rss_readable = rss_before is not None
 preloaded = os.environ.get("LD_PRELOAD", "")
-glibc_malloc = platform.libc_ver()[0] == "glibc" and not any(
+malloc_tuned = (any(k.startswith("MALLOC_") for k in os.environ)
+                or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""))
+glibc_malloc = platform.libc_ver()[0] == "glibc" and not malloc_tuned and not any(
     name in preloaded for name in ("jemalloc", "tcmalloc", "mimalloc"))
 if not rss_readable:
     rss_before_mib = rss_empty_mib = rss_filled_mib = rss_after_mib = float("nan")

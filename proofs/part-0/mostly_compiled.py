@@ -3,8 +3,8 @@
 Method: walk the installed torch package and add up file sizes on disk (os.path.getsize).
 Shared libraries are the .so / .dylib / .dll / .pyd files; Python source is every .py file.
 Compiled code is not all PyTorch's own: where torch.__config__.show() names MKL as the build's
-BLAS (BLAS_INFO=mkl) and the package holds no MKL library of its own, MKL was linked into
-libtorch_cpu (mkl_linked_in). PyPI's x86-64 Linux wheels are built that way; other wheels
+BLAS (BLAS_INFO=mkl), libtorch_cpu's own bytes hold MKL's internal routines (mkl_blas_...), and
+the package holds no MKL library of its own, MKL was linked into libtorch_cpu (mkl_linked_in). PyPI's x86-64 Linux wheels are built that way; other wheels
 (arm64, macOS) use another BLAS, so the page's sentence is guarded by x86_64 and linux.
 """
 import os
@@ -70,8 +70,26 @@ randn_type = type(torch.randn).__name__
 config = torch.__config__.show()
 x86_64 = platform.machine().lower() in ("x86_64", "amd64")
 linux = sys.platform.startswith("linux")
-mkl_linked_in = "BLAS_INFO=mkl" in config and not any("mkl" in os.path.basename(p).lower()
-                                                            for p in libs)
+
+
+def holds_bytes(path, needle, chunk=1 << 24):
+    """Whether the file's bytes contain needle (read in chunks that overlap by its length)."""
+    if not path:
+        return False
+    with open(path, "rb") as f:
+        tail = b""
+        while block := f.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-len(needle):]
+    return False
+
+
+# MKL's own internal routines (mkl_blas_*) sit inside libtorch_cpu only if MKL was linked into
+# it; a build against a shared MKL outside the package would name only the entry points it calls.
+mkl_code_inside = holds_bytes(in_lib.get("torch_cpu"), b"mkl_blas_")
+mkl_linked_in = ("BLAS_INFO=mkl" in config and mkl_code_inside
+                 and not any("mkl" in os.path.basename(p).lower() for p in libs))
 onednn_in_build = "MKL-DNN" in config or "oneDNN" in config
 py_share = py_bytes / compiled_bytes
 
@@ -89,7 +107,8 @@ print(f"All {n_compiled_files} shared libraries in the package: {compiled_mib:.0
 print(f"All {py_files:,} .py files in the package:       {py_mib:.0f} MiB")
 print(f"The stub is 1 byte in every {1 / stub_fraction:,.0f} of compiled code; the .py files "
       f"weigh {py_share:.0%} of it.")
-print(f"MKL linked into libtorch_cpu (named by torch.__config__, no libmkl file): {mkl_linked_in}; "
+print(f"MKL linked into libtorch_cpu (named by torch.__config__, MKL's internal mkl_blas_ routines "
+      f"inside libtorch_cpu: {mkl_code_inside}, no libmkl file): {mkl_linked_in}; "
       f"oneDNN in the build: {onednn_in_build}")
 print(f"type(torch.randn).__name__ = {randn_type!r}: a function written in C++, not Python")
 if "torch_cuda" not in in_lib:

@@ -13,7 +13,11 @@ does:
                               input requires a gradient, and the version counter an ordinary
                               result gets (inference tensors have none) (floor 5)
 The first four run on inference tensors under torch.inference_mode(), which takes the autograd
-keys out of play; the last on ordinary tensors. Beside the ladder, torch.add(a, b, out=c), the
+keys out of play; the last on ordinary tensors. So the ladder adds the steps in the order 1, 2, 4,
+5, 3: autograd comes in only at the last rung. The figure stacks them in the order the call meets
+them, 1 to 5. Beside the ladder, ai.is_same_size(bi), rung 2 as a method: the module function
+also pays Python's lookup of `torch` and its attribute, which `+` does not, so which form rung 2
+takes moves that lookup between step 2 and step 4; the proof prints both. Also beside it, torch.add(a, b, out=c), the
 call a ladder may step from instead of a.add_(b): it writes into an existing tensor too, but
 also parses an out= argument and checks the tensor it names, so a step taken from it prices the
 fresh result differently. Each step is the difference between two neighbours, so it is a net
@@ -45,6 +49,7 @@ LADDER = {  # name: (statement, under inference_mode)
     "plus": ("a + b", False),
     "add_out": ("torch.add(ai, bi, out=ci)", True),       # beside the ladder
     "add_fn": ("torch.add(ai, bi)", True),                # beside the ladder
+    "same_size_method": ("ai.is_same_size(bi)", True),    # beside the ladder: rung 2 as a method
 }
 CALLS, ROUNDS = 1000, 40
 timers = {k: timeit.Timer(stmt, globals=globals(), timer=time.thread_time_ns)
@@ -59,6 +64,9 @@ for rnd in range(ROUNDS + 1):  # round 0 is the warm-up
 
 ns = {k: v - best["loop"] for k, v in best.items() if k != "loop"}
 total_ns = ns["plus"]
+# The rungs themselves, each a whole call.
+rung_dim_ns, rung_same_size_ns = ns["dim"], ns["same_size"]
+rung_add_inplace_ns, rung_plus_inference_ns = ns["add_inplace"], ns["plus_inference"]
 # The steps, in the order the call goes down the floors.
 crossing_ns = ns["dim"]                                   # floors 2-3
 parse_dispatch_ns = ns["same_size"] - ns["dim"]          # floors 3-4
@@ -76,13 +84,17 @@ machinery_ns = total_ns - kernel_ns       # everything but the kernel
 out_extra_ns = ns["add_out"] - ns["add_inplace"]        # what out= costs beyond the in-place call
 fresh_result_from_out_ns = ns["add_fn"] - ns["add_out"]  # the same step, taken from the out= call
 kernel_share = kernel_ns / total_ns
+# Rung 2 as a module function pays a lookup of `torch` and of its attribute, which `+` does not:
+# timed as a method instead, the rung is cheaper, and the difference moves from step 2 to step 4.
+module_function_extra_ns = ns["same_size"] - ns["same_size_method"]
+kernel_share_method_rung = (ns["add_inplace"] - ns["same_size_method"]) / total_ns
 largest_step = max(STEPS, key=lambda s: s[2])[1]
 smallest_step_ns = min(s[2] for s in STEPS)
 
 print(f"one-element float32, 1 thread; min over {ROUNDS} interleaved rounds of {CALLS:,} calls; "
       "loop cost removed")
 for k, (stmt, inference) in LADDER.items():
-    if k not in ("loop", "add_out", "add_fn"):
+    if k not in ("loop", "add_out", "add_fn", "same_size_method"):
         print(f"  {stmt:28s}{' (inference_mode)' if inference else '':18s}{ns[k]:7,.0f} ns")
 print(f"a + b, {total_ns:,.0f} ns, down the floors (differences between neighbours), by step:")
 for floor, what, value in STEPS:
@@ -91,6 +103,8 @@ print(f"the kernel's share: {kernel_share:.0%}; everything else, {machinery_ns:,
 print(f"beside the ladder: torch.add(a, b, out=c) cost {out_extra_ns:,.0f} ns more than a.add_(b); "
       f"a fresh result priced from it: {fresh_result_from_out_ns:,.0f} ns, against {fresh_result_ns:,.0f} ns "
       "from a.add_(b)")
+print(f"rung 2 as a method, ai.is_same_size(bi): {module_function_extra_ns:,.0f} ns cheaper than the "
+      f"module function; with it the kernel's share would be {kernel_share_method_rung:.0%}")
 
 fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
 start = 0.0
@@ -104,6 +118,6 @@ ax.text(total_ns, -0.75, f"a + b: {total_ns:,.0f} ns", ha="right", va="center", 
 ax.set_yticks(range(len(STEPS)), [f"step {floor}: {what}" for floor, what, _ in STEPS], fontsize=9)
 ax.set_ylim(len(STEPS) - 0.4, -1.1)
 ax.set_xlim(0, total_ns * 1.2)
-ax.set_xlabel("ns, the steps stacked in ladder order (one-element tensors)")
+ax.set_xlabel("ns, the steps stacked in the order the call meets them (one-element tensors)")
 ax.set_title("Figure 2. One a + b, down the floors: each step's cost", fontsize=11)
 plt.show()

@@ -31,6 +31,7 @@ tiny_us = best_us("a_tiny + b_tiny", number=5_000, repeat=15)
 big_us = best_us("a_big + b_big", number=2, repeat=30)
 ratio = big_us / tiny_us
 ns_per_element = big_us * 1e3 / N_BIG
+elements_per_toll = tiny_us * 1e3 / ns_per_element  # one toll buys this many element additions
 tiny_share_of_arithmetic = ns_per_element / 1000 / tiny_us  # one element's arithmetic, at the big rate
 
 print("a + b on float32 CPU tensors, 1 intra-op thread")
@@ -42,3 +43,4 @@ print(f"{N_BIG:,} times the work costs only {ratio:.0f} times the time:")
 print("the 1-element call is almost all fixed cost: Python, parsing the arguments, the GIL,")
 print("dispatch, the autograd kernel, the kernel's set-up, allocating, wrapping and freeing the result;")
 print(f"its one addition, at the big call's rate per element, is {tiny_share_of_arithmetic:.2%} of it.")
+print(f"one toll costs as much as adding {elements_per_toll:,.0f} elements in the big call")
