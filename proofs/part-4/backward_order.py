@@ -326,8 +326,16 @@ for name, (px, py) in place.items():
     colour = "C1" if name.startswith("Acc") else "C0"
     boxes[name] = ax.text(px, py, text, ha="center", va="center", fontsize=7.5,
                           bbox=dict(boxstyle="round,pad=0.3", fc=to_rgba(colour, 0.12), ec=colour))
-    ax.text(px - 0.78, py + 0.22, str(turn[name]), ha="center", va="center", fontsize=9,
-            color="white", fontweight="bold",
+ax.set_xlim(-0.9, 4.3)
+ax.set_ylim(-0.5, 4.5)
+fig.canvas.draw()  # lay the boxes out, so that each badge can sit on its own box's corner
+to_data = ax.transData.inverted()
+for name, box in boxes.items():
+    corner = box.get_bbox_patch().get_window_extent()
+    nudge = 4 * fig.dpi / 72  # 4 points up and left, so the badge sits on the corner, off the text
+    bx, by = to_data.transform((corner.x0 - nudge, corner.y1 + nudge))
+    ax.text(bx, by, str(turn[name]), ha="center", va="center", fontsize=9,
+            color="white", fontweight="bold", zorder=5,
             bbox=dict(boxstyle="circle,pad=0.2", fc="C3", ec="C3"))
 for name in place:
     for child, _ in by_name[name].next_functions:

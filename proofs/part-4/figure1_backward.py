@@ -11,17 +11,22 @@ happen unobserved; the mode's extra detaches are taken off its counts. A pre-hoo
 counts the nodes that ran. After backward, the script tries to read every tensor the nodes kept
 (their private _saved_* attributes), which backward should have freed. Then training steps
 without the optimizer (forward, backward, .grad set to None) on batches of 64, 256, 1,024
-(Figure 1's) and 4,096 rows, all interleaved, 150 rounds after 10 untimed ones. Each step's
+(Figure 1's) and 4,096 rows, 150 rounds after 10 untimed ones. Each round visits the four sizes
+in a fresh random order (seeded), and at each size first runs two untimed steps, so that every
+timed step follows steps of its own size, as in a training loop, and no size always follows the
+same neighbour (a step timed right after a 4,096-row step finds its caches cold). Each step's
 forward is written two ways: as Figure 1 writes it, through the nn.Sequential and the loss
 module, and as the same functions called directly (F.linear, F.relu, F.linear, F.mse_loss, same
 parameters), each followed by its backward, the two in an order that alternates from round to
 round. Times are the calling thread's CPU time (time.thread_time_ns), so time spent waiting for
 a core is not counted; each time is the median over the rounds, and each ratio the median of the
-ratios within a round. The fixed part of a step (what it would cost with no rows) is the
-straight line through the times at 64 and 1,024 rows, extended to zero rows.
+ratios within a round, except the speed-up from fewer rows, which is the ratio of the two
+medians the table prints. The fixed part of a step (what it would cost with no rows) is the
+least-squares straight line through the medians at all four sizes, extended to zero rows.
 """
 import contextlib
 import os
+import random
 import statistics
 import sys
 import time
@@ -39,6 +44,8 @@ torch.set_num_threads(1)
 ROWS = [64, 256, 1024, 4096]
 FIGURE1_ROWS = 1024
 ROUNDS, WARMUP = 150, 10
+SETTLE = 2  # untimed steps at a size before each timed one
+order = random.Random(0)
 model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
 loss_fn = nn.MSELoss()
 first, last = model[0], model[2]
@@ -167,8 +174,11 @@ def step(x, y, forward):
 
 samples = {rows: [] for rows in ROWS}  # per round: (module forward, backward, function forward)
 for k in range(WARMUP + ROUNDS):
-    for rows in ROWS[k % len(ROWS):] + ROWS[:k % len(ROWS)]:
+    for rows in order.sample(ROWS, len(ROWS)):  # a fresh order each round
         ways = [forward_modules, forward_functions][::1 if k % 2 else -1]  # alternate the order
+        for _ in range(SETTLE):
+            for way in ways:
+                step(*batches[rows], way)
         timed = {way: step(*batches[rows], way) for way in ways}
         if k >= WARMUP:
             (f, b), (g, _) = timed[forward_modules], timed[forward_functions]
@@ -196,15 +206,17 @@ small = min(ROWS)
 backward_small_us = backward_us_by_rows[small]
 forward_us_small = forward_us[small]
 rows_ratio = FIGURE1_ROWS // small
-backward_speedup_from_fewer_rows = statistics.median(
-    b1 / b0 for (_, b0, _), (_, b1, _) in zip(samples[small], samples[FIGURE1_ROWS]))
+backward_speedup_from_fewer_rows = backward_us / backward_small_us  # the table's own two medians
 backward_small_us_per_node = backward_small_us / nodes_run
 
 
 def fixed_us(times):
-    """The straight line through the times at 64 and 1,024 rows, at zero rows."""
-    per_row = (times[FIGURE1_ROWS] - times[small]) / (FIGURE1_ROWS - small)
-    return times[small] - small * per_row
+    """The least-squares straight line through the medians at all four sizes, at zero rows."""
+    mean_r = statistics.fmean(ROWS)
+    mean_t = statistics.fmean(times[r] for r in ROWS)
+    per_row = (sum((r - mean_r) * (times[r] - mean_t) for r in ROWS)
+               / sum((r - mean_r) ** 2 for r in ROWS))
+    return mean_t - mean_r * per_row
 
 
 forward_fixed_us = fixed_us(forward_us)
@@ -219,7 +231,7 @@ step_fixed_percent_small = 100 * step_fixed_share_small
 module_percent_small = 100 * module_share_small
 module_percent_of_forward = 100 * module_share_of_forward
 
-print(f"Figure 1's network, CPU, one thread; {ROUNDS} rounds, all batch sizes in each")
+print(f"Figure 1's network, CPU, one thread; {ROUNDS} rounds, all batch sizes in each, in a random order")
 print(f"at {FIGURE1_ROWS:,} rows: backward ran {nodes_run} nodes (of {graph_node_count} in the"
       f" graph, each once: {each_node_ran_once})")
 print(f"ATen operators seen by a dispatch mode: forward {dict(forward_ops.counts)}")
@@ -243,7 +255,7 @@ print(f"at {min(ROWS)} rows the modules' Python costs {module_us_small:.0f} us,"
 print(f"{rows_ratio} times fewer rows ({small}): backward {backward_small_us:.0f} us, only"
       f" {backward_speedup_from_fewer_rows:.1f} times faster; {backward_small_us_per_node:.0f} us"
       f" per node")
-print(f"fixed part (line through {small} and {FIGURE1_ROWS:,} rows, at zero rows): forward"
+print(f"fixed part (least-squares line through all four sizes, at zero rows): forward"
       f" {forward_fixed_us:.0f} us ({100 * forward_fixed_share:.0f}% at {FIGURE1_ROWS:,} rows),"
       f" backward {backward_fixed_us:.0f} us ({100 * backward_fixed_share:.0f}%); of a step"
       f" {step_fixed_percent:.0f}% at {FIGURE1_ROWS:,} rows, {step_fixed_percent_small:.0f}% at {small}")

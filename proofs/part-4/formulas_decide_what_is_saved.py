@@ -9,7 +9,10 @@ three of them Figure 1's (addmm, relu, mse_loss), the script takes that predicti
 forward with inputs that require grad, lists the tensors the recorded node saved (its _saved_*
 attributes, private but long-lived) and compares; it also compares them with the SavedVariable
 members of the node's C++ struct in the generated header torch/csrc/autograd/generated/Functions.h
-(under torch's include folder). Then it runs x * w and addmm with only some inputs requiring
+(under torch's include folder). Those three come from one reading of the file, so they agree in
+any sound build; the independent check is the page's own table, written out below as data (for
+each operator, which tensors the page says its node keeps: its input, its output, both inputs,
+none), compared with the tensors each recorded node actually saved. Then it runs x * w and addmm with only some inputs requiring
 grad, to show the generated guards that skip saving what no wanted gradient needs. Last, two
 operators without an entry: cross_entropy_loss (the ATen operator behind F.cross_entropy), whose only kernel is a CompositeImplicitAutograd one
 (asked with the private torch._C._dispatch_has_kernel_for_dispatch_key), and heaviside, which
@@ -75,8 +78,18 @@ cases = [  # (schema start in derivatives.yaml, output of the forward)
     ("sin(", x.sin()), ("exp(", x.exp()), ("tanh(", x.tanh()), ("gelu(", F.gelu(x)),
     ("mul.Tensor(", x * w), ("sum(Tensor self, *", x.sum()),
 ]
+# The page's table ("Its backward formulas read ... So its node keeps"), written out by hand.
+PAGE_TABLE = {
+    "sin(": ["self"], "gelu(": ["self"],                           # the input
+    "exp(": ["result"], "tanh(": ["result"], "relu(": ["result"],  # the output
+    "mul.Tensor(": ["other", "self"],                              # both inputs
+    "sum(Tensor self, *": [],                                      # no tensor
+    "addmm(": ["mat1", "mat2"],                                    # both matrices
+    "mse_loss(": ["self", "target"],                               # the input and the target
+}
 rows = []
 all_predicted = all_in_header = True
+page_table_matches = set(PAGE_TABLE) == {schema for schema, _ in cases}
 for schema, out in cases:
     info = entry(schema)
     node = out.grad_fn
@@ -84,6 +97,7 @@ for schema, out in cases:
     predicted = predicted_saved(info)
     all_predicted &= saved == predicted and node.name() == info.op
     all_in_header &= saved == header_saved_members(node.name())
+    page_table_matches &= saved == PAGE_TABLE[schema]
     rows.append((node.name(), ", ".join(predicted) or "no tensor", ", ".join(saved) or "no tensor",
                  formulas(info)))
 n_operators = len(cases)
@@ -124,6 +138,7 @@ heaviside_refuses = heaviside_node.endswith("NotImplemented") and "not implement
 print(f"{'node':16s} {'predicted':11s} {'saved':11s} backward formulas (derivatives.yaml)")
 for name, predicted, saved, formula in rows:
     print(f"{name:16s} {predicted:11s} {saved:11s} {formula[:70]}{'...' if len(formula) > 70 else ''}")
+print(f"each node saved exactly the tensors of the page's table: {page_table_matches}")
 print(f"each node saved exactly the tensors the generator's reader predicts: {saved_matches_formulas}")
 print(f"and they are the SavedVariable members of its struct in Functions.h: {header_matches_python}")
 print(f"SumBackward0 keeps self_sym_sizes {tuple(sum_node._saved_self_sym_sizes)} and no tensor:"
