@@ -102,7 +102,8 @@ with torch.no_grad():
     }
     x2, y2 = torch.cat([x, x]), torch.cat([y, y])  # the same rows twice: a batch of 2,048
     OTHERS = {"toll": lambda: torch.add(one, one, out=one_out), "copy, 65,536": lambda: a64.clone(),
-              "forward": lambda: loss_fn(model(x), y), "forward, batch 2,048": lambda: loss_fn(model(x2), y2)}
+              "forward": lambda: loss_fn(model(x), y),
+              "mse_loss, ATen op alone": lambda: torch._C._nn.mse_loss(pred, y, 1), "forward, batch 2,048": lambda: loss_fn(model(x2), y2)}
     everything = {**KERNELS, **OTHERS}
     for fn in everything.values():
         fn()
@@ -127,6 +128,18 @@ forward_over_kernels = forward_us / sum(kernel_us.values())
 relu_predicted_us = us["copy, 65,536"]  # the same bytes as relu, the same toll, the same allocation
 relu_over_predicted = us["relu"] / relu_predicted_us
 kernels_share = sum(kernel_us.values()) / forward_us
+kernels_share_pct = 100 * kernels_share
+# mse_loss as the forward calls it is the nn.MSELoss module: its Python, F.mse_loss's checks and
+# a broadcast_tensors call, then the ATen operator, timed here alone as well.
+mse_aten_us = us["mse_loss, ATen op alone"]
+mse_aten_tolls = mse_aten_us / toll_us
+mse_python_us = us["mse_loss"] - mse_aten_us
+# The forward in the page's three parts: four tolls, the kernels' work beyond them, the rest.
+tolls_share_pct = 100 * 4 * toll_us / forward_us
+rest_share_pct = 100 - kernels_share_pct
+# One Adam step: at least one toll per call, by the page's cost rule.
+adam_tolls_us = n_adam_calls * toll_us
+adam_vs_forward_pct = 100 * adam_tolls_us / forward_us
 # relu's loop keeps up with a copy only with hand-written vectors: x86's AVX2 and AVX512 builds,
 # or NEON on ARM; with capability DEFAULT on x86 its generic loop is slower than the bytes.
 capability = torch.backends.cpu.get_cpu_capability()
@@ -237,6 +250,12 @@ print(f"each kernel alone, Figure 1's tensors, 1 thread, min of 9 x 200 calls (t
 for name, t in kernel_us.items():
     print(f"  {name:<16}{t:>8.2f} µs  {in_tolls[name]:>5.1f} tolls")
 print(f"  {'whole forward':<16}{forward_us:>8.2f} µs  (the four kernels: {kernels_share:.0%} of it)")
+print(f"  mse_loss as the ATen operator alone (torch._C._nn.mse_loss): {mse_aten_us:.2f} µs, "
+      f"{mse_aten_tolls:.1f} tolls; the module's Python around it: {mse_python_us:.2f} µs")
+print(f"the forward: four tolls {tolls_share_pct:.0f}%, the four kernels {kernels_share_pct:.0f}%, "
+      f"the rest (modules' Python, transposes) {rest_share_pct:.0f}%")
+print(f"one Adam step: {n_adam_calls} calls, at least {adam_tolls_us:.1f} µs of tolls "
+      f"({adam_vs_forward_pct:.0f}% of the forward)")
 print(f"whole forward on a batch of 2,048: {us['forward, batch 2,048']:.2f} µs, {double_batch_ratio:.2f}x the "
       f"1,024 batch's: {fixed_share_pct:.0f}% of the forward's time does not grow with the batch")
 print(f"relu: predicted {relu_predicted_us:.2f} µs (a clone of a tensor of the same shape, in cache: the same "

@@ -3,8 +3,8 @@
 torch.__config__.show() names the BLAS library torch was built with, and whether it was
 built with FBGEMM (-DUSE_FBGEMM). at::native::cpublas::gemm (ATen/native/CPUBlas.h) sends
 float and double products to BLAS and int64 products with alpha 1 (and beta 0 or 1) to
-FBGEMM's cblas_gemm_i64_i64acc (CPUBlas.cpp), and runs ATen's own kernel (gemm_stub) for the rest,
-int32 among them. The script times torch.mm on 512x512 float32 and int32 matrices; then, at
+FBGEMM's cblas_gemm_i64_i64acc (CPUBlas.cpp); bfloat16 and float16 products try oneDNN
+first; ATen's own kernel (gemm_stub) runs the rest, int32 among them. The script times torch.mm on 512x512 float32 and int32 matrices; then, at
 256x256 (minimum of 5 runs), torch.mm against torch.addmm(c, a, b, beta=0, alpha=2) (the
 same product, doubled) in int64 and in int32: alpha 2 sends int64 to gemm_stub and leaves
 int32 where it was. For
@@ -19,6 +19,7 @@ call they run; the script reads which library logged what (on a build without MK
 logs nothing; FBGEMM and ATen's own loop never log).
 """
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -139,6 +140,8 @@ bf16_mm_library = mm_library["bfloat16"]
 # oneDNN takes bfloat16 products on CPUs with AVX-512 (mkldnn_bf16_device_check); elsewhere
 # on x86 they go to ATen's own loop.
 avx512_cpu = torch.backends.cpu.get_cpu_capability() == "AVX512"
+# oneDNN's CPU kernels and its choice conditions are x86's here; arm64 wheels pair it with ACL.
+x86_64 = platform.machine().lower() in ("x86_64", "amd64")
 bf16_in_onednn = bf16_mm_library.startswith("oneDNN")
 mm_f32_library = mm_library["float32"]
 conv_exec = [line.split(",") for line in sections["conv2d"] if ",exec," in line]

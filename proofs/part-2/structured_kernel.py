@@ -124,6 +124,15 @@ for op, call in CALLS.items():
         uint16_errors[op] = str(err)
 add_uint16_error = uint16_errors["add.out"]
 same_stub_error = len(set(uint16_errors.values())) == 1 and "add_stub" in add_uint16_error
+# That failure comes in impl, after meta set the output: an out= of the wrong shape is resized.
+u23, u_out = torch.ones(2, 3, dtype=torch.uint16), torch.empty(5, dtype=torch.uint16)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    try:
+        torch.add(u23, u23, out=u_out)
+    except NotImplementedError:
+        pass
+impl_failure_resized_out = tuple(u_out.shape) == (2, 3)
 
 # Behaviour 1: a bad out= dtype is refused before the output is set: shape, values, no warning.
 a, b = torch.ones(4), torch.ones(4)
@@ -180,6 +189,8 @@ print(f"add(x, y, out=a transposed (300, 400)): operators called inside aten::ad
       f"{inside_strided_out or 'none'}; out kept strides {out_t.stride()}, values right: {strided_out_direct}")
 
 # Figure: three overloads, one structured kernel, three generated wrappers.
+print(f"uint16 add into an out= of shape (5,): NotImplementedError in impl, out= resized to "
+      f"{tuple(u_out.shape)} first: {impl_failure_resized_out}")
 fig, ax = plt.subplots(figsize=(8, 3.8))
 ax.set_xlim(0, 100)
 ax.set_ylim(0, 60)

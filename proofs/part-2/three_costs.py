@@ -100,6 +100,9 @@ copy_gbs = 12 * BIG_N / copy_best  # bytes per ns = GB/s: 4 read, 4 read before 
 add_big_us = add_ns[-1] / 1e3
 add_big_predicted_us = toll_us + 16 * BIG_N / copy_gbs / 1e3  # 8 read, 4 read before writing, 4 written
 add_over_predicted = add_big_us / add_big_predicted_us
+crossover_approx = round(crossover_n, -3)  # the grid only brackets it: to the thousand
+cache_kib = 3 * CACHE_N * 4 / 2**10  # add's three tensors at the in-cache size
+big_mib = 3 * BIG_N * 4 / 2**20      # and at the out-of-cache size
 
 print(f"{'elements':>12}{'add µs':>11}{'pow µs':>11}{'add ns/el':>11}{'pow ns/el':>11}")
 for n, ta, tp in zip(SIZES, add_ns, pow_ns):
@@ -120,13 +123,16 @@ ax1.plot(SIZES, [t / 1e3 for t in add_ns], "o-", color="C0", label="add")
 ax1.plot(SIZES, [t / 1e3 for t in pow_ns], "s-", color="C3", label="x ** 2.5")
 ax1.axhline(toll_us, ls=":", color="C7")
 ax1.plot([BIG_N], [add_big_predicted_us], "*", ms=11, color="C2", label="add, predicted from a copy")
-ax1.annotate("the toll", (SIZES[0], toll_us), textcoords="offset points", xytext=(2, 5), fontsize=9)
+ax1.annotate("the toll", (1 << 18, toll_us), textcoords="offset points", xytext=(0, 4), fontsize=9)
+ax1.axvline(crossover_n, ls="--", lw=0.8, color="C7")  # where add's work equals its toll
+ax1.annotate(f"work = toll\n≈ {crossover_approx:,.0f}", (crossover_n, 0.97), xycoords=("data", "axes fraction"),
+             textcoords="offset points", xytext=(3, -2), fontsize=8, va="top")
 ax1.set_xscale("log", base=2)
 ax1.set_yscale("log")
 ax1.set_xlabel("elements (float32, log scale)")
 ax1.set_ylabel("time per call (µs)")
 ax1.set_title("per call: flat, then the work")
-ax1.legend(frameon=False, loc="upper left")
+ax1.legend(frameon=False, loc="upper left", fontsize=8)
 tail = [n for n in SIZES if n >= 1 << 12]  # below, the work is lost in the toll's noise
 ax2.plot(tail, [work_ns(add_ns, n) for n in tail], "o-", color="C0", label="add: 16 bytes moved (12 asked for), 1 addition")
 ax2.plot(tail, [work_ns(pow_ns, n) for n in tail], "s-", color="C3",

@@ -107,6 +107,7 @@ def dispatch_pointers():
         stub = name[start_name:hit.start()].decode()
         pointer = ctypes.c_void_p.in_dll(library, name.decode()).value
         stubs.setdefault(key, {"stub": stub})[hit.group(1).decode()] = pointer is not None
+        stubs[key][hit.group(1).decode() + "_pointer"] = pointer
     return {k: v for k, v in stubs.items()}
 
 
@@ -157,6 +158,13 @@ pointers_read = bool(stubs)
 with_avx512 = [s for s in stubs.values() if "AVX512" in s]
 n_avx512_slots = len(with_avx512)
 n_avx512_empty = sum(not s["AVX512"] for s in with_avx512)
+n_avx512_set = n_avx512_slots - n_avx512_empty
+# A set AVX512 pointer equal to the DEFAULT one is a single build shared by every capability
+# (REGISTER_ALL_CPU_DISPATCH, or a kernel compiled outside native/cpu/), not AVX-512 code.
+n_avx512_shared = sum(bool(s["AVX512"]) and s.get("AVX512_pointer") == s.get("DEFAULT_pointer")
+                      for s in with_avx512)
+n_avx512_own = n_avx512_set - n_avx512_shared
+n_no_cpu_kernel = sum(not any(s.get(c) for c in ("DEFAULT", "AVX2", "AVX512")) for s in with_avx512)
 by_name = {s["stub"]: s for s in stubs.values()}
 NAMED = ["add_stub", "mul_stub", "sum_stub", "sin_stub", "clamp_min_scalar_stub", "addcmul_stub",
          "sigmoid_stub", "exp_stub", "log_stub", "tanh_stub", "pow_tensor_scalar_stub", "mse_stub"]
@@ -204,6 +212,10 @@ other_sigmoid_drop_at_step = drop(other_ns["sigmoid"], other_sigmoid_step)  # th
 other_vector_isa = X86 and other_capability in ("AVX2", "AVX512")
 
 print(f"machine {platform.machine()}, CPU capability {capability}")
+if pointers_read:
+    print(f"DispatchStubs with an AVX512 slot: {n_avx512_slots}; empty: {n_avx512_empty} "
+          f"({n_no_cpu_kernel} with no CPU kernel at all); set: {n_avx512_set}, of which "
+          f"{n_avx512_shared} point at the same single build as DEFAULT and {n_avx512_own} at their own")
 if pointers_read:
     print(f"DispatchStub pointers in libtorch_cpu: {n_avx512_slots} kernels with an AVX512 slot, "
           f"{n_avx512_empty} of them empty (where a CPU kernel exists, an AVX512 CPU runs its AVX2 build)")
