@@ -9,7 +9,8 @@ Parameter assigned to a module under its _parameters and every sub-module under 
 (nn.Sequential files its children with add_module, into the same _modules); the script checks
 that model.parameters() is exactly the walk of those dictionaries, and that a Parameter set on a
 module with object.__setattr__ (bypassing Module.__setattr__) is not found. Then .to("cpu") on a
-model already there, and the optimizer:
+model already there, .to(torch.float64) on a small Linear (same module, same Parameter objects,
+new float64 storages), and the optimizer:
 torch.optim.Adam keeps references to the very Parameter objects and makes its state lazily, on
 the first step (Adam._init_group in torch/optim/adam.py). The bytes of every tensor the program
 holds during a step are counted from their storages; the activations backward needs are
@@ -70,6 +71,17 @@ before = [p.data_ptr() for p in params]
 same_module = model.to("cpu") is model
 to_cpu_copied_nothing = [p.data_ptr() for p in model.parameters()] == before  # Module.to returns self anyway
 
+# A real conversion, on a copy of the network: .to(torch.float64) keeps the module and its
+# Parameter objects, and gives each new float64 data in a new storage.
+converting = nn.Linear(2, 2)
+old_params = list(converting.parameters())
+old_ptrs = [p.data_ptr() for p in old_params]
+to_float64_same_module = converting.to(torch.float64) is converting
+to_float64_same_parameters = all(a is b for a, b in zip(converting.parameters(), old_params))
+to_float64_new_data = all(p.dtype == torch.float64 and p.data_ptr() != ptr
+                          for p, ptr in zip(converting.parameters(), old_ptrs))
+to_keeps_parameters = to_float64_same_module and to_float64_same_parameters and to_float64_new_data
+
 loss_fn = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 holds_same_objects = all(a is b for a, b in zip(optimizer.param_groups[0]["params"], params))
@@ -104,6 +116,15 @@ state_key_list = ", ".join(state_keys)
 first_state = next(iter(optimizer.state.values()))
 step_counter_dtype = str(first_state["step"].dtype).replace("torch.", "")
 step_counter_on_cpu = all(s["step"].device.type == "cpu" and s["step"].dim() == 0 for s in optimizer.state.values())
+# Where the parameters are not on the CPU, the counter still is: Adam over parameters on the
+# "meta" device (shapes, no data) puts each step counter on the CPU (Adam._init_group).
+meta_params = [nn.Parameter(torch.empty(4, device="meta"))]
+for p in meta_params:
+    p.grad = torch.empty(4, device="meta")
+meta_optimizer = torch.optim.Adam(meta_params, lr=0.01)
+meta_optimizer.step()
+meta_step = meta_optimizer.state[meta_params[0]]["step"]
+step_counter_on_cpu_off_cpu = meta_step.device.type == "cpu" and meta_params[0].device.type == "meta"
 optimizer.zero_grad()
 grads_none_after_zero_grad = all(p.grad is None for p in params)
 
@@ -135,6 +156,10 @@ print(f"model.to('cpu') returned the same module: {same_module}; same storages: 
 print(f"Adam holds the very Parameter objects: {holds_same_objects}; "
       f"state entries before the first step: {state_before_step}, after: {state_after_step} {state_keys}")
 print(f"each step counter is a 0-d {step_counter_dtype} tensor on the CPU: {step_counter_on_cpu}")
+print(f"with parameters on the meta device, the step counter is on {meta_step.device.type}: "
+      f"{step_counter_on_cpu_off_cpu}")
+print(f".to(torch.float64): same module {to_float64_same_module}, same Parameter objects "
+      f"{to_float64_same_parameters}, new float64 storages {to_float64_new_data}")
 print(f"after zero_grad() every .grad is None: {grads_none_after_zero_grad}")
 print("\nbytes the program holds (storages):")
 rows = [("batch x and target y", data_bytes, "the whole run"),

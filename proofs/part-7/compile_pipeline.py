@@ -126,7 +126,7 @@ print(f"in that order: {stages_in_order}; a second call, new batch of the same s
       f"{second_call_ran_no_stage}")
 print(f"Dynamo traced on fake tensors (no data): {traced_on_fake_tensors}")
 print(f"\nforward_and_loss's own bytecode: {original_instructions} instructions; the residual bytecode "
-      f"Dynamo runs in its place: {residual_instructions} instructions, guarded by {n_guards} guards")
+      f"Dynamo runs in its place: {residual_instructions} instructions, guarded by {n_guards} printed guard lines")
 print(f"it calls {compiled_fn} (Dynamo's name for the compiled graph) once; what it loads, in order:")
 print("  " + " ".join(fetched))
 print(f"\nthe compiled graphs give the same loss as the Python: {same_loss}")
@@ -152,7 +152,7 @@ def arrow(x0, x1, yy):
 ax.text(0, 49, "first call: compile", fontsize=9, style="italic")
 row = 30
 box(0.5, row, 15, "your function", f"Python bytecode\n{original_instructions} instructions", "C7")
-box(20, row, 19, "Dynamo", f"FX graph: {dynamo_calls} calls\n{n_guards} guards\nresidual bytecode", "C0")
+box(20, row, 19, "Dynamo", f"FX graph: {dynamo_calls} calls\n{n_guards} guard lines\nresidual bytecode", "C0")
 box(43.5, row, 17, "AOTAutograd", f"joint graph\nforward + backward\n{joint_calls} ATen calls", "C2")
 box(65, row, 15, "partitioner", f"forward: {forward_calls} calls\nbackward: {backward_calls} calls", "C2")
 box(84.5, row, 15, "Inductor", "C++ kernels and\na Python call()\nper graph", "C1")
@@ -160,7 +160,7 @@ for a, b in ((16.4, 19.4), (39.9, 42.9), (61.4, 64.4), (80.9, 83.9)):
     arrow(a, b, row + 6.5)
 ax.text(0, 21, "every later call", fontsize=9, style="italic")
 row = 3
-box(0.5, row, 22, "guards", f"{n_guards} checks on the\narguments and globals", "C0")
+box(0.5, row, 22, "guards", f"{n_guards} printed checks on\narguments and globals", "C0")
 box(27, row, 22, "residual bytecode", "fetches the parameters,\ncalls the compiled forward", "C0")
 box(53.5, row, 20, "compiled forward", "returns the loss and\nwhat backward needs", "C1")
 box(78, row, 21.5, "loss.backward()", "runs the compiled backward\n(compiled at the first one)", "C1")

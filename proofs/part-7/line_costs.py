@@ -116,6 +116,8 @@ backward_us_per_op = backward_us / ops[LINES[2]]
 predicted_backward_us = predicted_us[LINES[2]]
 backward_over_toll = backward_us / predicted_backward_us
 backward_share = backward_us / step_us
+forward_line_us = line_us[LINES[0]]                 # pred = model(x) alone
+forward_line_over_toll = forward_line_us / predicted_us[LINES[0]]
 optimizer_share = optimizer_us / step_us
 small_lines_share = (zero_grad_us + item_us) / step_us
 

@@ -240,7 +240,14 @@ optimizer.zero_grad()
 profiler_detaches = sum(e.name == "aten::detach" for e in prof.events())
 forward_detaches = sum(op.__name__ == "detach.default" for op in op_names_raw[LINES[0]])
 mode_only_detaches = forward_detaches + backward_detaches - profiler_detaches
-detaches_explained = profiler_detaches == accumulate_grad_detaches and mode_only_detaches == 2
+# Which detaches, not only how many: every aten::detach the profiler saw sits inside an
+# AccumulateGrad node (its event's parent).
+detach_parents = Counter(e.cpu_parent.name if e.cpu_parent is not None else "(top level)"
+                         for e in prof.events() if e.name == "aten::detach")
+detaches_inside_accumulate_grad = (profiler_detaches > 0 and
+                                   set(detach_parents) == {"torch::autograd::AccumulateGrad"})
+detaches_explained = (profiler_detaches == accumulate_grad_detaches and mode_only_detaches == 2
+                      and detaches_inside_accumulate_grad)
 
 # Values the page cites.
 step_ops = sum(c[4] for c in counts.values())
@@ -277,6 +284,7 @@ print(f"backward's detach calls: {backward_detaches} with every .grad None, {det
       f".grads already exist: {accumulate_grad_detaches} are AccumulateGrad taking a new gradient")
 print(f"detach calls in forward and backward: {forward_detaches + backward_detaches} under the dispatch mode, "
       f"{profiler_detaches} under the profiler with no mode: {mode_only_detaches} exist only because a mode watches")
+print(f"the profiler's detach calls, by the event they sit in: {dict(detach_parents)}")
 print()
 for line in LINES:
     ops = ", ".join(f"{n} x{k}" for n, k in op_names[line].items()) or "(none)"

@@ -19,12 +19,14 @@ order within each of 7 rounds; each number is the lowest batch mean over the rou
 programs only add time). All three start from the same parameters and gradients, and the
 parameters they reach after the timed steps are compared, case by case.
 
-For the 4 big tensors it predicts each time from the bytes moved: a plain copy, timed in the
-same rounds, gives this machine's speed for reading and writing them. The copy moves 8 tensors of
-the same size into 8 others, 16 MiB in all, as many bytes as the fused step's parameters,
-gradients and two averages hold, so that the copy and Adam run from the same level of the memory
-hierarchy on any machine: on a CPU whose last-level cache holds 16 MiB that is the cache's speed,
-not main memory's (the size is read from /sys/devices/system/cpu/cpu0/cache, where Linux has it,
+For the 4 big tensors it predicts each time from the bytes moved: an in-place add, a.add_(b),
+timed in the same rounds, gives this machine's speed for one pass. It reads 8 tensors of the same
+size and adds them into 8 others, 16 MiB in all, as many bytes as the fused step's parameters,
+gradients and two averages hold, so that the yardstick and Adam use the same level of the memory
+hierarchy: 2 passes read and 1 written per pair, and the written tensor was just read, as in
+Adam's in-place updates (a plain copy would also read its destination before writing it, a
+traffic Adam's in-place writes do not pay, and so would overstate a pass). Where the last-level
+cache holds 16 MiB that is the cache's speed, not main memory's (the size is read from /sys/devices/system/cpu/cpu0/cache, where Linux has it,
 and printed; 0 where it is not known). And
 each implementation's passes over a tensor's worth of memory are counted from its code
 (_single_tensor_adam: lerp_ reads 2 and writes 1, mul_ 1 and 1, addcmul_ 3 and 1, sqrt 1 and 1,
@@ -168,14 +170,15 @@ foreach_cpu_is_slow_path = foreach_sqrt_cpu_kernel.endswith("_slow") and not for
 # Timing: rounds of interleaved batches, lowest batch mean.
 cases = [(n, NUMEL) for n in COUNTS] + [(4, BIG)]
 setups = {(case, kind): make(*case, **options) for case in cases for kind, options in KINDS.items()}
-COPY_TENSORS = 8                                  # 8 in, 8 out: 16 MiB, the fused step's working set
+COPY_TENSORS = 8                                  # 8 added into 8: 16 MiB, the fused step's working set
 copy_src = [torch.randn(BIG) for _ in range(COPY_TENSORS)]
-copy_dst = [torch.empty(BIG) for _ in range(COPY_TENSORS)]
+copy_dst = [torch.zeros(BIG) for _ in range(COPY_TENSORS)]
 
 
 def plain_copy():
+    """The yardstick: an in-place add of each source into its destination (2 reads, 1 write)."""
     for src, dst in zip(copy_src, copy_dst):
-        dst.copy_(src)
+        dst.add_(src)
 
 
 best = {key: float("inf") for key in setups}
@@ -230,7 +233,7 @@ memory_level = ("its last-level cache" if last_cache_mib >= 2 * WORKING_SET_MIB 
                 "main memory" if 0 < last_cache_mib < WORKING_SET_MIB else
                 "its last-level cache or main memory")
 pass_bytes = 4 * BIG * 4                         # one pass over the 4 tensors' worth of float32
-copy_passes = 2 * COPY_TENSORS // 4              # the copy reads 2 such passes and writes 2
+copy_passes = 3 * COPY_TENSORS // 4              # the add reads 2 such passes (a and b) and writes 1
 seconds_per_pass = best_copy_us / copy_passes
 LOOP_PASSES, FUSED_PASSES = 19, 7
 predicted_loop_big_us = LOOP_PASSES * seconds_per_pass
@@ -271,10 +274,10 @@ print(f"fused vs for-loop: {fused_vs_loop_few:.1f}x at 4 tensors, {fused_vs_loop
       f"{foreach_vs_loop_many:.2f}x at 256, {foreach_vs_loop_big:.2f}x at 4 x {BIG:,}")
 print(f"after the same steps, in every case: for-loop == foreach bit for bit: {loop_equals_foreach}; "
       f"fused differs by at most {fused_max_diff:.1e}")
-print(f"\n4 x {BIG:,} floats, bytes over bandwidth (kernels: {cpu_capability}): a plain copy of "
-      f"{COPY_TENSORS} such tensors ({WORKING_SET_MIB} MiB in and out) took "
-      f"{best_copy_us:.0f} µs ({copy_gb_per_s:.1f} GB/s read + write); last-level cache "
-      f"{last_cache_mib} MiB, so the bytes come from {memory_level}")
+print(f"\n4 x {BIG:,} floats, bytes over bandwidth (kernels: {cpu_capability}): an in-place add of "
+      f"{COPY_TENSORS} such tensors into {COPY_TENSORS} others ({WORKING_SET_MIB} MiB) took "
+      f"{best_copy_us:.0f} µs ({copy_gb_per_s:.1f} GB/s read + written); sysfs lists a last-level cache of "
+      f"{last_cache_mib} MiB, so the bytes should come from {memory_level}")
 print(f"  for-loop, {LOOP_PASSES} passes: predicted {predicted_loop_big_us:.0f} µs, measured {loop_big_us:.0f} µs "
       f"({loop_big_over_predicted:.2f}x)")
 print(f"  fused, {FUSED_PASSES} passes: predicted {predicted_fused_big_us:.0f} µs, measured {fused_big_us:.0f} µs "
