@@ -146,6 +146,13 @@ usable_cores = max(1.0, min(2.0, free_cores))
 two_free_cores = free_cores >= 1.5 and separate_physical_cores
 gil_enabled = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
 matmul_vs_python = matmul_speedup / python_speedup
+if two_free_cores:
+    cores_words = f"this run had {free_cores:.1f} cores free"
+elif not separate_physical_cores:
+    cores_words = "this machine's two logical cores share one physical core, so the claim was not checked"
+else:
+    cores_words = (f"this run had only {free_cores:.1f} cores free (another program was using the "
+                   "rest), so the threads had little or no second core to gain from, and the claim was not checked")
 
 print("torchgen/packaged/autograd/gen_python_functions.py writes pybind11::gil_scoped_release: "
       f"{generator_releases_gil}")
