@@ -1,4 +1,4 @@
-"""Which fresh CPU blocks come with new pages: with glibc, a block past its largest mmap threshold (32 MiB) goes back to the kernel when freed, so the next one faults on every page.
+"""Which fresh CPU blocks come with new pages: with glibc, in a loop of one size, a block past its largest mmap threshold (32 MiB) is mapped and goes back to the kernel when freed, so the next one faults on every page (unless the heap already holds a free chunk that large).
 
 PyTorch's CPU allocator hands each block to the C library (posix_memalign) and gives it back
 on the storage's last reference (free), so what a block costs is the C library's doing. On

@@ -60,6 +60,7 @@ try:
     negative_stride_error = ""
 except ValueError as err:
     negative_stride_error = str(err).split(".")[0]
+negative_stride_raises = bool(negative_stride_error)
 try:
     torch.ones(2, requires_grad=True).numpy()
     requires_grad_error = ""

@@ -51,6 +51,7 @@ zero_dim_same_category_ignored = results["float16 tensor + 0-dim float64"] == "f
 one_dim_wins = results["float16 tensor + 1-dim float64"] == "f64"
 zero_dim_brings_its_dtype = results["int32 tensor + 0-dim float64"] == "f64"  # its own dtype, not the default
 wrapped_add = (t_i8 + 1000).tolist()
+wrapped_add_text = ", ".join(str(v) for v in wrapped_add)  # the wrapped values, for the page
 # Wrapping around: the true sums 1100 and 1120, taken modulo 256 into int8's range -128..127.
 python_int_wraps = wrapped_add == [(v + 1000 + 128) % 256 - 128 for v in t_i8.tolist()] != [1100, 1120]
 print(f"int8 [100, 120] + 1000 = {wrapped_add} (computed in int8: 1100 and 1120 wrap around "

@@ -12,7 +12,9 @@ runs backward: the write is refused at once (out= does not take a tensor that re
 or backward raises, or it runs and returns a gradient, which the proof compares with the right
 one, 2 cos(2w), and with the one computed from the written h, 2 cos(2w + 1). Last, it defines an
 operator with torch.library.custom_op whose body writes only through NumPy, and reads the
-counter as the body starts and after the call. The figure draws two routes, h.add_(1) and
+counter as the body starts and after the call. Under torch.inference_mode() it reads a new
+tensor's dispatch keys (the private torch._C._dispatch_keys) and an ordinary tensor's counter
+after an in-place write. The figure draws two routes, h.add_(1) and
 h.data.add_(1), as timelines of h's counter. A missing private attribute raises.
 """
 import re
@@ -132,6 +134,17 @@ inference_tensor_has_no_counter = "do not track version counter" in inference_ve
 inference_tensor_not_saved = "cannot be saved for backward" in inference_save_error
 print(f"a tensor made under torch.inference_mode(): ._version raises: {inference_version_error}; "
       f"autograd saving it raises: {inference_save_error}")
+# Why: a tensor made under inference_mode lacks the ADInplaceOrView key (whose kernels bump the
+# counter), while an ordinary tensor written in place inside inference_mode keeps it, and is bumped.
+# torch._C._dispatch_keys is private: it raises if it is gone.
+ordinary = torch.ones(2)
+with torch.inference_mode():
+    ordinary.mul_(2)
+inference_tensor_lacks_key = "ADInplaceOrView" not in str(torch._C._dispatch_keys(made_in_inference))
+ordinary_has_key = "ADInplaceOrView" in str(torch._C._dispatch_keys(ordinary))
+inference_write_bumps_ordinary = ordinary._version == 1
+print(f"keys of a tensor made under inference_mode: {torch._C._dispatch_keys(made_in_inference)}; of an ordinary "
+      f"one: {torch._C._dispatch_keys(ordinary)}; its version after mul_ inside inference_mode: {ordinary._version}")
 
 # An operator defined with torch.library.custom_op and mutates_args gets a kernel that bumps the
 # counter of each argument it names, before the operator's own code runs. The body here writes
