@@ -13,12 +13,13 @@ elif torch.backends.mps.is_available():
 else:
     device = "cpu"
 
+# proof: unfold
 torch.manual_seed(0)
 x = torch.randn(1024, 8)                             # 1024 samples, 8 features
 y = x[:, :1] * x[:, 1:2] + x[:, 2:3].sin()           # a target the net must learn
 x, y = x.to(device), y.to(device)
 
-# proof: unfold
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
