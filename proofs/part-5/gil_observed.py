@@ -142,6 +142,7 @@ python_fraction = fractions["a Python loop"]
 sleep_fraction = fractions["time.sleep"]
 released_fraction = min(mm_fraction, add_fraction)
 held_fraction = max(tolist_fraction, tensor_fraction)
+core_left_free = free_cores >= 1.5  # the counter needs a core of its own to run at its rate
 tolist_pause_share = pauses["x.tolist(), 3M floats"]
 tensor_pause_share = pauses["torch.tensor(list), 500k"]
 held_pause_share = min(tolist_pause_share, tensor_pause_share)
