@@ -163,7 +163,7 @@ print(f"  {N_MATMULS} matmuls {SIZE}x{SIZE} per job:         {matmul_seq_ms:5.0f
       f"{matmul_thr_ms:5.0f} ms   speed-up {matmul_speedup:.2f}x")
 print(f"  Python loop, {PY_STEPS:,} steps per job: {python_seq_ms:5.0f} ms vs "
       f"{python_thr_ms:5.0f} ms   speed-up {python_speedup:.2f}x")
-print("The matmul releases the GIL inside C++, so both threads compute at once;")
+print("The matmul releases the GIL inside C++, so both threads may compute at once, given a core each;")
 print("the Python loop holds the GIL, so its threads only take turns.")
 print(f"With {free_cores:.1f} free cores, two threads can gain at most {usable_cores:.1f}x here, "
       "whatever the GIL does; the contrast between the jobs needs two free cores and a Python "
