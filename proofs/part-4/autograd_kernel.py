@@ -36,8 +36,8 @@ at::Tensor mul_Tensor(c10::DispatchKeySet ks,
                       const at::Tensor & self, const at::Tensor & other) {
   auto& self_ = unpack(self, "self", 0);
   auto& other_ = unpack(other, "other", 1);
-  // 1. Does an input require grad
-  //    (and is grad mode on)?
+  // 1. Does an input require grad, and is
+  //    grad mode (off under no_grad) on?
   [[maybe_unused]] auto _any_requires_grad =
       compute_requires_grad( self, other );
   c10::intrusive_ptr<MulBackward0> grad_fn;
@@ -59,13 +59,11 @@ at::Tensor mul_Tensor(c10::DispatchKeySet ks,
     }
     grad_fn->self_scalar_type = self.scalar_type();
   }
-  // 4. The real work, one floor down: the
-  //    CPU kernel, with the autograd keys
-  //    masked out of ks, and a guard that
-  //    keeps what it calls out of autograd
-  //    and out of ADInplaceOrView (the key
-  //    that bumps version counters, see
-  //    below).
+  // 4. The real work, one layer down: the
+  //    CPU kernel. ks loses the autograd
+  //    keys, and the guard keeps whatever
+  //    it calls out of autograd and out of
+  //    version-counter bumping.
   auto _tmp = ([&]() {
     at::AutoDispatchBelowADInplaceOrView guard;
     return at::redispatch::mul(
@@ -175,7 +173,8 @@ with torch.no_grad():
 plain_records_nothing = (x.detach() * w).grad_fn is None
 
 print("The autograd kernel torchgen writes for mul.Tensor"
-      f" ({generated_lines} lines; the page shows {excerpt_lines} of them):\n")
+      f" ({generated_lines} lines; the page's excerpt has {excerpt_lines} code lines, counting each"
+      " piece of a wrapped line apart):\n")
 print(generated)
 print(f"the page's excerpt is these lines, in this order: {excerpt_is_generated}")
 print(f"x's dispatch keys: {x_keys}")

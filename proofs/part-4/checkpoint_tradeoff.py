@@ -183,8 +183,13 @@ def backward_products(depth, variant):
 
 deep = max(DEPTHS)
 plain_products = backward_products(deep, "plain")
-rerun_products_per_block = (backward_products(deep, "checkpoint") - plain_products) // deep
-selective_rerun_products_per_block = (backward_products(deep, "selective") - plain_products) // deep
+def exact_share(total, parts):
+    """total / parts as an int when it divides evenly; otherwise a float, which no == claim can equal."""
+    return total // parts if total % parts == 0 else total / parts
+
+
+rerun_products_per_block = exact_share(backward_products(deep, "checkpoint") - plain_products, deep)
+selective_rerun_products_per_block = exact_share(backward_products(deep, "selective") - plain_products, deep)
 forward_products_per_block = 2
 
 for v in TIMED:  # warm-up
@@ -214,7 +219,8 @@ selective_grads_match = all(torch.equal(a, b) for a, b in zip(grads["plain"], gr
 
 
 def per_block(table, variant):
-    return (table[deep, variant] - table[1, variant]) // (deep - 1)
+    """Bytes each block adds from depth 1 to the deepest; exact, or a float if it does not divide."""
+    return exact_share(table[deep, variant] - table[1, variant], deep - 1)
 
 
 block_input_bytes = BATCH * WIDTH * FLOAT32

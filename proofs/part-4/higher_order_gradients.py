@@ -1,6 +1,6 @@
 """With create_graph=True, backward records itself, so a gradient can be differentiated again, at a price that can grow fast.
 
-Differentiates sum(sin(x)) and sum(tanh(x)) eight times in a row with
+Differentiates sum(sin(x)), sum(tanh(x)) and sum(exp(x)) eight times in a row with
 torch.autograd.grad(..., create_graph=True), in float64, each time summing the last gradient
 and differentiating that. After each order it counts the nodes in the new gradient's graph
 (walking grad_fn.next_functions) and checks that it holds every node of the previous order's
@@ -56,7 +56,7 @@ def chain(fn, x):
 
 x = torch.linspace(-1, 1, 11, dtype=torch.float64, requires_grad=True)
 results, graph_contains_last = {}, {}
-for name, fn in (("sin", torch.sin), ("tanh", torch.tanh)):
+for name, fn in (("sin", torch.sin), ("tanh", torch.tanh), ("exp", torch.exp)):
     runs, contains = zip(*[chain(fn, x) for _ in range(REPEATS)])
     results[name] = [(runs[0][k][0], runs[0][k][1], min(r[k][2] for r in runs))
                      for k in range(ORDERS)]
@@ -74,6 +74,9 @@ sin_nodes = [n for _, n, _ in results["sin"]]
 tanh_nodes = [n for _, n, _ in results["tanh"]]
 sin_nodes_max = max(sin_nodes)
 tanh_nodes_first = tanh_nodes[0]
+tanh_nodes_second = tanh_nodes[1]
+exp_nodes = [n for _, n, _ in results["exp"]]
+exp_nodes_max = max(exp_nodes)
 tanh_nodes_last = tanh_nodes[-1]
 tanh_growth_per_order = (tanh_nodes[-1] / tanh_nodes[0]) ** (1 / (ORDERS - 1))  # geometric mean
 tanh_growth_first = tanh_nodes[1] / tanh_nodes[0]
@@ -86,6 +89,7 @@ first_grad_has_graph = results["tanh"][0][0].grad_fn is not None
 first_tanh_node = results["tanh"][0][0].grad_fn.name()
 
 print(f"d^k/dx^k of sum(f(x)), x = 11 float64 points, k = 1..{ORDERS}, create_graph=True")
+print(f"exp nodes per order (its formula, grad * result, reads its output too): {exp_nodes}")
 print(f"{'order':>5s} {'sin nodes':>10s} {'sin ms':>8s} {'tanh nodes':>11s} {'tanh ms':>8s}")
 for k in range(ORDERS):
     print(f"{k + 1:>5d} {sin_nodes[k]:>10d} {results['sin'][k][2]:>8.2f}"
