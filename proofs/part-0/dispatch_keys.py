@@ -7,8 +7,9 @@ keys (aten/src/ATen/core/dispatch/DispatchKeyExtractor.h), where the private
 torch._C._dispatch_dump_table says which of aten::add's keys are fallthroughs. What the rule
 says ran is then observed where it leaves a trace: the in-place add bumps the version counter,
 and with ADInplaceOrView excluded (the private torch._C._ExcludeDispatchKeyGuard) it does not, so
-that key's kernel is what bumps it; an input that requires grad gets its result a grad_fn (the
-autograd kernel). The figure orders keys by priority. The private APIs are used as they are: if a later
+that key's kernel is what bumps it; an input that requires grad gets its result a grad_fn, and with AutogradCPU
+excluded it does not, so the autograd key's kernel is what records it. The first figure orders keys by priority; the second draws
+aten::add's and aten::add_'s rows of the dispatch table, cell by cell as the rule reads them. The private APIs are used as they are: if a later
 torch moves them, this script fails rather than print something else.
 """
 import torch
@@ -102,6 +103,9 @@ with torch._C._ExcludeDispatchKeyGuard(no_view_key):  # private: torch._C._*
 bumped_without_view_key = a._version != version_before
 g = torch.randn(4, requires_grad=True)
 autograd_recorded = (g + b).grad_fn is not None and c.grad_fn is None
+no_autograd_key = torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCPU)
+with torch._C._ExcludeDispatchKeyGuard(no_autograd_key):  # private: torch._C._*
+    recorded_without_autograd_key = (g + b).grad_fn is not None
 
 print(f"torch {torch.__version__}; key sets via private torch._C._dispatch_keys,")
 print("each listed highest priority first (the order the dispatcher tries them)")
@@ -117,7 +121,8 @@ print(f"  kernels the rule leaves, in order: {add_runs}")
 print(f"a.add_(b): kernels the rule leaves, in order: {add_inplace_runs}")
 print(f"a.add_(b) bumped a's version counter: {inplace_bumped_version}; "
       f"with ADInplaceOrView excluded it bumped it: {bumped_without_view_key}")
-print(f"with an input that requires grad, a + b recorded a node (AutogradCPU ran): {autograd_recorded}")
+print(f"with an input that requires grad, a + b recorded a node (AutogradCPU ran): {autograd_recorded}; "
+      f"with AutogradCPU excluded it recorded one: {recorded_without_autograd_key}")
 
 # One set holding every key seen: its string lists keys in priority order (lowest first).
 seen = {k for ks, _ in zoo.values() for k in names(ks)}
@@ -153,4 +158,33 @@ fig.legend(handles=[Patch(facecolor="C0", edgecolor="C0", label="in the tensor's
                           label="removed by the thread-local exclude set")],
            loc="outside lower center", ncols=3, fontsize=9)
 ax.set_title("Which dispatch keys each tensor carries")
+plt.show()
+
+# Figure 2 of this card: one operator's row of the dispatch table, as the rule reads it for plain
+# CPU tensors. Each cell is one key of (tensor keys | include set); what the rule does with it.
+live_keys = list(reversed(names(plain | include_default)))  # highest priority first
+rows = {"a + b\nadd.Tensor": "aten::add.Tensor", "a.add_(b)\nadd_.Tensor": "aten::add_.Tensor"}
+fig, ax = plt.subplots(figsize=(8, 2.3), layout="constrained")
+for row, op in enumerate(rows.values()):
+    skips, runs = fallthrough_keys(op), kernels_run(op, plain, include_default, exclude_default)
+    for col, key in enumerate(live_keys):
+        if key in names(exclude_default):
+            style, text = dict(facecolor="none", edgecolor="C1", hatch="///"), "excluded"
+        elif key in skips:
+            style, text = dict(facecolor="none", edgecolor="C0", linestyle=":", linewidth=1.5), "fallthrough"
+        else:
+            style, text = dict(facecolor="C0", edgecolor="C0", alpha=0.35), f"kernel runs\n{runs.index(key) + 1}."
+        ax.add_patch(Rectangle((col - 0.45, row - 0.36), 0.9, 0.72, **style))
+        ax.text(col, row, text, ha="center", va="center", fontsize=8)
+    cols = [live_keys.index(k) for k in runs]
+    for start, end in zip(cols, cols[1:]):
+        ax.annotate("", xy=(end - 0.46, row + 0.25), xytext=(start + 0.46, row + 0.25),
+                    arrowprops=dict(arrowstyle="->", color="C3", connectionstyle="arc3,rad=0.25"))
+ax.set_xlim(-0.5, len(live_keys) - 0.5)
+ax.set_ylim(len(rows) - 0.5, -0.5)
+ax.set_xticks(range(len(live_keys)), live_keys, fontsize=7.5)
+ax.set_yticks(range(len(rows)), list(rows), fontsize=8, family="monospace")
+ax.set_xlabel("keys of plain CPU tensors plus the include set, highest priority first\n"
+              "red arrows: each kernel that runs calls the operator again, down to the next", fontsize=8)
+ax.set_title("Two operators' rows of the dispatch table, read by the rule")
 plt.show()

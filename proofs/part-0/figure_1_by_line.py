@@ -124,8 +124,10 @@ class Operators(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.ops, self.fresh_bytes = [], 0
+        self.grad_on = []   # grad mode as each operator ran
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.grad_on.append(torch.is_grad_enabled())
         out = func(*args, **(kwargs or {}))
         self.ops.append(func)
         if not func.is_view:
@@ -188,6 +190,9 @@ for name in LINES:
     else:  # observed, not assumed: nodes carried by any result of the line's API calls
         nodes = len(api.nodes)
     markers[name] = sum(op.namespace == "profiler" for op in operators.ops)
+    if name == "optim_step":  # grad mode as the step's own operators (not the profiler's markers) ran
+        optim_step_grad_on_ops = sum(on for op, on in zip(operators.ops, operators.grad_on)
+                                     if op.namespace != "profiler")
     mode_detaches[name] = sum(op.__name__ == "detach.default" for op in operators.ops)
     # Outside backward (where AccumulateGrad's detach is real), a detach is the watching mode's.
     artefacts = mode_detaches[name] if name != "backward" else 0
@@ -247,6 +252,7 @@ forward_py_calls = counts["forward"][2]
 forward_mode_detaches = mode_detaches["forward"]   # saved-output copies only a dispatch mode sees
 zero_grad_markers = markers["zero_grad"]           # profiler::_record_function_enter_new/_exit
 optim_step_nodes = counts["optim_step"][5]
+optim_step_grad_off = optim_step_grad_on_ops == 0 and counts["optim_step"][4] > 0
 zero_grad_nodes = counts["zero_grad"][5]
 if not (torch.is_grad_enabled() and all(p.grad_fn is None for p in model.parameters())):
     raise RuntimeError("the parameters should stay leaves after the step")
@@ -306,6 +312,8 @@ print(f"forward: {forward_ops} operators, after leaving out {forward_mode_detach
       f"the watching mode runs (it copies a saved output); zero_grad: {zero_grad_ops} ATen "
       f"operators, {zero_grad_markers} profiler markers; nodes recorded by optimizer.step(): "
       f"{optim_step_nodes}, by zero_grad: {zero_grad_nodes}")
+print(f"optimizer.step()'s operators that ran with grad mode on: {optim_step_grad_on_ops} "
+      f"of {counts['optim_step'][4]}")
 print("the whole step by batch size (median µs, one thread): "
       + ", ".join(f"{b:,}: {step_us_by_batch[b]:,.0f}" for b in BATCHES)
       + f"; a batch of 8 costs {fixed_share:.0%} of Figure 1's batch of 1,024")
@@ -320,12 +328,14 @@ for row, name in enumerate(names):
             grid.scatter(floor, row, s=260, color=f"C{floor - 1}", alpha=0.35, edgecolors="none")
             text = str(round(value / 1024)) if floor == 7 else str(value)
             grid.text(floor, row, "" if floor == 1 else text, ha="center", va="center", fontsize=7)
-FLOOR_NAMES = ["line", "Python", "API", "ops", "nodes", "kernels", "KiB", ".item()"]
-grid.set_xticks(range(1, 9), [f"{f}\n{name}" for f, name in zip(range(1, 9), FLOOR_NAMES)], fontsize=7)
+FLOOR_NAMES = ["program", "Python", "boundary", "dispatch", "autograd", "kernels", "memory", "device"]
+COUNTED = ["", "calls", "calls", "ops", "nodes", "ops", "KiB", ".item()"]
+grid.set_xticks(range(1, 9), [f"{f}\n{name}\n{what}" for f, name, what in zip(range(1, 9), FLOOR_NAMES, COUNTED)],
+                fontsize=6)
 grid.set_xlim(0.4, 8.6)
 grid.set_yticks(range(len(names)), [LINES[n] for n in names], fontsize=8, family="monospace")
 grid.set_ylim(len(names) - 0.5, -0.5)
-grid.set_xlabel("floor reached (number: how many; on floor 7, KiB)", fontsize=8)
+grid.set_xlabel("floor reached, and what is counted there", fontsize=8)
 bars.barh(range(len(names)), [us[n] for n in names], color="C0", height=0.6)
 for row, name in enumerate(names):
     bars.text(us[name], row, f" {us[name]:,.0f}", va="center", fontsize=8)

@@ -74,12 +74,27 @@ print(f"x.fill_(1.0) (first)  {fill_ms:9.1f} ms   <- pays for the pages")
 print(f"x.fill_(2.0) (again)  {refill_ms:9.1f} ms   <- the write itself")
 print(f"the first write took {fill_ms / refill_ms:.1f}x as long as the second")
 fill_vs_refill = fill_ms / refill_ms
+
+
+def thp_mode():
+    """Linux's transparent-huge-page setting ('always', 'madvise', 'never'); None elsewhere."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return None
+
+
+# With huge pages forced on (THP 'always', or torch's THP_MEM_ALLOC_ENABLE=1), the first write
+# faults in 2 MiB at a time, 512 times fewer faults, and its gap to the second write narrows.
+small_pages = thp_mode() != "always" and os.environ.get("THP_MEM_ALLOC_ENABLE", "0") != "1"
 rss_readable = rss_before is not None
 preloaded = os.environ.get("LD_PRELOAD", "")
 malloc_tuned = (any(k.startswith("MALLOC_") for k in os.environ)
                 or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""))
 glibc_malloc = platform.libc_ver()[0] == "glibc" and not malloc_tuned and not any(
     name in preloaded for name in ("jemalloc", "tcmalloc", "mimalloc"))
+print(f"transparent huge pages: {thp_mode()}; first write faults in small pages: {small_pages}")
 if not rss_readable:
     rss_before_mib = rss_empty_mib = rss_filled_mib = rss_after_mib = float("nan")
     rss_rise_mib = rss_empty_rise_mib = float("nan")

@@ -4,7 +4,8 @@ Method: read the installed files' bytes (mmap), no external tools: the stub name
 library it links to, and libtorch_python holds the argument-parser signature strings and the
 wrapper names. Then reads the generator that writes the wrappers, as the package ships it
 (torchgen/packaged/autograd/, a copy of the repository's tools/autograd/): the name
-THPVariable_randn is in none of its files or templates, the generator makes every wrapper's
+THPVariable_randn is in none of its files or templates, while the same search finds the
+hand-written THPVariable_dim in a template (the control), the generator makes every wrapper's
 name from the operator's (get_pycname), and randn is declared in native_functions.yaml.
 """
 import glob
@@ -85,10 +86,12 @@ def read_generator():
     files = glob.glob(os.path.join(folder, "autograd", "**", "*.*"), recursive=True)
     files = [f for f in files if "__pycache__" not in f]
     naming = [f for f in files if b"THPVariable_randn" in open(f, "rb").read()]
+    # The control: a hand-written binding, THPVariable_dim, is in a template, and the same search finds it.
+    control = [os.path.relpath(f, folder) for f in files if b"THPVariable_dim(" in open(f, "rb").read()]
     source = open(os.path.join(folder, "autograd", "gen_python_functions.py"), encoding="utf-8").read()
     maker = next(line.strip() for line in source.splitlines() if 'f"THPVariable_{' in line)
     yaml = open(os.path.join(folder, "ATen", "native", "native_functions.yaml"), encoding="utf-8").read()
-    return len(files), len(naming), maker, "\n- func: randn(" in yaml
+    return len(files), len(naming), maker, "\n- func: randn(" in yaml, control
 
 
 def scan_python_lib(path):
@@ -161,10 +164,13 @@ print(f"torch.randn.__text_signature__ is None: {text_signature_is_none}; "
 init_py_bytes = os.path.getsize(os.path.join(TORCH_DIR, "__init__.py"))
 
 # 4. The generator, as the package ships it: no file names THPVariable_randn; one line makes it.
-generator_files, generator_files_naming_it, name_maker, yaml_declares_randn = read_generator()
-randn_only_generated = generator_files > 0 and generator_files_naming_it == 0 and yaml_declares_randn
+generator_files, generator_files_naming_it, name_maker, yaml_declares_randn, dim_files = read_generator()
+search_finds_hand_written = len(dim_files) > 0
+randn_only_generated = (generator_files > 0 and generator_files_naming_it == 0 and yaml_declares_randn
+                        and search_finds_hand_written)
 print(f"the generator and its templates (torchgen/packaged/autograd/, {generator_files} files): "
       f"{generator_files_naming_it} of them name THPVariable_randn")
+print(f"  the same search finds the hand-written THPVariable_dim in: {', '.join(dim_files) or 'none'}")
 print(f"  the line that makes every wrapper's name: {name_maker}")
 print(f"  native_functions.yaml declares randn: {yaml_declares_randn}")
 

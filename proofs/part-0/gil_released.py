@@ -14,7 +14,14 @@ jobs needs two free cores, and two that are not hyperthreads of one physical cor
 vector units (Linux's sysfs says which are; two_free_cores). It also needs a Python with a GIL: a free-threaded
 build runs the Python loops in parallel too (gil_enabled). The mechanism is read, not only
 timed: the copy of the binding generator that ships with torch (torchgen) is searched for the
-pybind11::gil_scoped_release it writes around each generated binding's call into ATen.
+pybind11::gil_scoped_release it writes around each generated binding's call into ATen, and
+watched without needing a free core: while the main thread sits in one long matmul, a second
+Python thread counts in a loop, and its pace is compared with its pace while the main thread
+only sleeps (side_pace_matmul; the median of 3 interleaved rounds). Had the matmul held the GIL,
+the counter could not run at all during it; on one shared core it still gets its share of the
+core. The same counter beside a main thread running Python shows the GIL taken in turns
+(side_pace_python), and beside a C builtin that keeps the GIL, sum(range(n)), the counter stops
+(side_pace_held).
 """
 import os
 import sys
@@ -137,6 +144,64 @@ def best_ms(job):
     return min(seq) * 1e3, min(thr) * 1e3
 
 
+def side_pace_during(main_work):
+    """Counts per second of a Python counting thread while `main_work` runs in this thread."""
+    stop = threading.Event()
+    counted = [0]
+
+    def counter():
+        box = counted
+        while not stop.is_set():
+            box[0] += 1
+
+    side = threading.Thread(target=counter)
+    side.start()
+    time.sleep(0.01)                                    # let the counter get going
+    start, before = time.perf_counter(), counted[0]     # read while this thread holds the GIL
+    main_work()
+    after, elapsed = counted[0], time.perf_counter() - start
+    stop.set()
+    side.join()
+    return (after - before) / elapsed
+
+
+BIG = torch.randn(3072, 3072)
+BIG @ BIG                                               # warm-up
+
+
+def one_long_matmul():
+    BIG @ BIG                                           # one call into C++, ~0.3 s on one core
+
+
+def python_work(seconds=0.2):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+HELD_N = 1
+while True:                                             # a C builtin as long as the matmul
+    t0 = time.perf_counter()
+    sum(range(HELD_N))
+    if time.perf_counter() - t0 > 0.2:
+        break
+    HELD_N *= 2
+
+
+def held_gil():
+    sum(range(HELD_N))                                  # C code that never lets the GIL go
+
+
+paces_matmul, paces_python, paces_held = [], [], []
+for _ in range(3):
+    alone = side_pace_during(lambda: time.sleep(0.2))   # sleep releases the GIL: the counter's own pace
+    paces_matmul.append(side_pace_during(one_long_matmul) / alone)
+    paces_python.append(side_pace_during(python_work) / alone)
+    paces_held.append(side_pace_during(held_gil) / alone)
+side_pace_matmul = sorted(paces_matmul)[1]
+side_pace_python = sorted(paces_python)[1]
+side_pace_held = sorted(paces_held)[1]
+
 (matmul_seq_ms, matmul_thr_ms), free_cores = free_cores_while(lambda: best_ms(matmul_job))
 python_seq_ms, python_thr_ms = best_ms(python_job)
 matmul_speedup = matmul_seq_ms / matmul_thr_ms
@@ -163,6 +228,9 @@ print(f"  {N_MATMULS} matmuls {SIZE}x{SIZE} per job:         {matmul_seq_ms:5.0f
       f"{matmul_thr_ms:5.0f} ms   speed-up {matmul_speedup:.2f}x")
 print(f"  Python loop, {PY_STEPS:,} steps per job: {python_seq_ms:5.0f} ms vs "
       f"{python_thr_ms:5.0f} ms   speed-up {python_speedup:.2f}x")
+print(f"a second Python thread counting while the main thread runs one 3072x3072 matmul: "
+      f"{side_pace_matmul:.0%} of its pace alone;\n  while the main thread runs Python: {side_pace_python:.0%}; "
+      f"while it runs sum(range({HELD_N:,})), C code that keeps the GIL: {side_pace_held:.0%}")
 print("The matmul releases the GIL inside C++, so both threads may compute at once, given a core each;")
 print("the Python loop holds the GIL, so its threads only take turns.")
 print(f"With {free_cores:.1f} free cores, two threads can gain at most {usable_cores:.1f}x here, "

@@ -32,6 +32,7 @@ big_us = best_us("a_big + b_big", number=2, repeat=30)
 ratio = big_us / tiny_us
 ns_per_element = big_us * 1e3 / N_BIG
 elements_per_toll = tiny_us * 1e3 / ns_per_element  # one toll buys this many element additions
+elements_per_toll_2sf = float(f"{elements_per_toll:.2g}")  # the same, to two significant figures
 tiny_share_of_arithmetic = ns_per_element / 1000 / tiny_us  # one element's arithmetic, at the big rate
 
 print("a + b on float32 CPU tensors, 1 intra-op thread")

@@ -8,7 +8,9 @@ ATen operator runs (for a builtin such as torch.relu, the generated binding has 
 the arguments); a dispatch mode sees operators after autograd and after
 CompositeImplicitAutograd operators such as linear have decomposed. Also prints one
 operator's schema, and which alias key each operator of the log registered its CPU kernel
-from (the private torch._C._dispatch_dump_table; it fails loudly if it is gone).
+from (the private torch._C._dispatch_dump_table; it fails loudly if it is gone). Each logged
+operator's schema is compared with the one the dispatcher registered under its name
+(the private torch._C._get_schema).
 """
 import torch
 import torch.nn.functional as F
@@ -86,6 +88,18 @@ def cpu_kernel_from(op_name):
     raise RuntimeError(f"no CPU line in the dispatch table of {op_name}")
 
 
+def logged_as_registered(op):
+    """The logged operator's schema is the one the dispatcher registered under its name, and
+    the dispatcher holds a table of kernels under that name (private torch._C._get_schema and
+    torch._C._dispatch_dump_table)."""
+    schema = op._schema
+    full_name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+    registered = torch._C._get_schema(schema.name, schema.overload_name)  # private: torch._C._*
+    return str(registered) == str(schema) and bool(torch._C._dispatch_dump_table(full_name))
+
+
+logged_ops_in_tables = len(aten_ops) > 0 and all(logged_as_registered(op) for op in aten_ops)
+
 linear_cpu_from = cpu_kernel_from("aten::linear")   # an alias key's kernel: it decomposes
 t_cpu_from = cpu_kernel_from("aten::t")
 mm_cpu_from = cpu_kernel_from("aten::mm")
@@ -99,6 +113,8 @@ print(f"{n_function_calls} Python calls, {n_aten_calls} ATen calls: linear is co
 print("  detach: autograd saving relu's output for backward; the saved copy goes through the mode")
 print(f"same code, nothing requires grad: {dispatch_log_no_grad}")
 print(f"schema: {add_schema}")
+print(f"every logged operator has the schema, and a kernel table, the dispatcher holds under its name: "
+      f"{logged_ops_in_tables}")
 print("where each operator's CPU kernel was registered (the file, from the dispatch table):")
 print(f"  aten::linear  {linear_cpu_from}")
 print(f"  aten::t       {t_cpu_from}")
