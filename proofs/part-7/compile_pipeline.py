@@ -27,6 +27,7 @@ import torch._dynamo  # private: see docstring
 from matplotlib.patches import FancyBboxPatch
 from torch import nn
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func  # private: AOTAutograd's calling convention
 from torch._inductor.compile_fx import partition_fn as inductor_partition_fn
 from torch._inductor.decomposition import select_decomp_table
 from torch._subclasses.fake_tensor import FakeTensor
@@ -46,12 +47,12 @@ def calls(gm):
 
 def forward_compiler(gm, example_inputs):
     log.append(("forward graph compiled", calls(gm)))
-    return gm.forward
+    return make_boxed_func(gm.forward)
 
 
 def backward_compiler(gm, example_inputs):
     log.append(("backward graph compiled", calls(gm)))
-    return gm.forward
+    return make_boxed_func(gm.forward)
 
 
 def partition(joint, joint_inputs, **options):
