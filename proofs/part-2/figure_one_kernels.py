@@ -4,12 +4,17 @@ The data and the model are Figure 1's (proofs/part-0/training_program.py): the s
 batch of 1024 rows of 8 features, Linear(8, 64), ReLU, Linear(64, 1), MSELoss. A
 TorchDispatchMode (torch.utils._python_dispatch) lists the ATen operators one forward pass
 calls, and one step of Adam after the first. Each kernel of the forward is then timed alone
-on Figure 1's own tensors, under torch.no_grad, with one thread: the minimum of 9 batches
+on Figure 1's own tensors, under torch.no_grad, with one thread: the minimum of 15 batches
 of 200 calls, the kernels interleaved, as the calling thread's CPU time
-(time.thread_time_ns), against the toll, against the whole forward pass, and against the
-whole forward pass on a batch twice as big (the same rows twice): a time that is fixed per
-call does not grow with the batch, so how much the forward grew says how much of it is paid
-per call. The toll is
+(time.thread_time_ns), against the toll, against the whole forward pass (mse_loss as the
+ATen operator torch._C._nn.mse_loss, the nn.MSELoss module timed beside it), and against the
+whole forward pass at batches of 128 to 2,048 rows (Figure 1's rows repeated or cut): a
+time that is fixed per call does not grow with the batch, so a straight line through the
+forward's times at 128 to 1,024 rows, read at 0 rows (its intercept), is the part of the
+forward paid per call. The same line through the four kernels' summed times gives their own
+fixed part, and the difference of the two intercepts is the fixed part outside the kernels
+(the modules' Python and the transposes). The 2,048-row point is drawn, not fitted: there
+the tensors outgrow the faster caches and the time grows faster than the batch. The toll is
 the one of three_costs.py, a one-element add into an output it is given, timed again here
 among the kernels, so that a count in tolls compares two times of the same run. The
 prediction for relu: it reads 4 bytes and writes 4 per element and allocates its output, as
@@ -98,17 +103,27 @@ with torch.no_grad():
         "addmm, layer 1": lambda: torch.addmm(lin1.bias, x, w1t),
         "relu": lambda: torch.relu(pre_relu),
         "addmm, layer 2": lambda: torch.addmm(lin2.bias, h, w2t),
-        "mse_loss": lambda: loss_fn(pred, y),
+        "mse_loss": lambda: torch._C._nn.mse_loss(pred, y, 1),  # the ATen operator, without the module
     }
-    x2, y2 = torch.cat([x, x]), torch.cat([y, y])  # the same rows twice: a batch of 2,048
     OTHERS = {"toll": lambda: torch.add(one, one, out=one_out), "copy, 65,536": lambda: a64.clone(),
-              "forward": lambda: loss_fn(model(x), y),
-              "mse_loss, ATen op alone": lambda: torch._C._nn.mse_loss(pred, y, 1), "forward, batch 2,048": lambda: loss_fn(model(x2), y2)}
-    everything = {**KERNELS, **OTHERS}
+              "MSELoss module": lambda: loss_fn(pred, y)}
+
+    def batch_fns(b):
+        """The whole forward, and its four kernels called directly (no modules), on b of Figure 1's rows."""
+        xb, yb = torch.cat([x, x])[:b], torch.cat([y, y])[:b]
+
+        def kernels():  # the forward's own chain of kernels, each output the next one's input
+            return torch._C._nn.mse_loss(torch.addmm(lin2.bias, torch.relu(torch.addmm(lin1.bias, xb, w1t)), w2t), yb, 1)
+        return {f"forward, batch {b}": lambda: loss_fn(model(xb), yb), f"kernels, batch {b}": kernels}
+
+    BATCHES = [128, 256, 512, 1024, 2048]
+    FITTED = BATCHES[:-1]  # 128 to 1,024 rows
+    SWEEP = {name: fn for b in BATCHES for name, fn in batch_fns(b).items()}
+    everything = {**KERNELS, **OTHERS, **SWEEP}
     for fn in everything.values():
         fn()
     best = {name: float("inf") for name in everything}
-    for _ in range(9):
+    for _ in range(15):
         for name, fn in everything.items():
             t0 = time.thread_time_ns()
             for _ in range(200):
@@ -118,22 +133,42 @@ us = best
 toll_us = us["toll"]
 kernel_us = {name: us[name] for name in KERNELS}
 in_tolls = {name: t / toll_us for name, t in kernel_us.items()}
-forward_us = us["forward"]
-# Doubling the batch: a time T = F + W * batch grows by the factor (F + 2W) / (F + W), so what
-# it grew by, minus one, is the share of the forward that grows with the batch; the rest is
-# paid per call, whatever the batch.
-double_batch_ratio = us["forward, batch 2,048"] / forward_us
-fixed_share_pct = 100 * (2 - double_batch_ratio)
-forward_over_kernels = forward_us / sum(kernel_us.values())
+forward_us = us["forward, batch 1024"]  # Figure 1's batch, from the sweep below
+
+
+def intercept(kind):
+    """Least-squares line T = F + W * batch through the fitted batches; returns F, W."""
+    xs, ts = FITTED, [us[f"{kind}, batch {b}"] for b in FITTED]
+    mx, mt = sum(xs) / len(xs), sum(ts) / len(ts)
+    w = sum((a - mx) * (t - mt) for a, t in zip(xs, ts)) / sum((a - mx) ** 2 for a in xs)
+    return mt - w * mx, w
+
+
+# The fixed part: a time T = F + W * batch; F, read off the line at 0 rows, is paid per call.
+fixed_us, per_row_us = intercept("forward")
+kernels_fixed_us, kernels_per_row_us = intercept("kernels")
+per_row_ns, kernels_per_row_ns = 1e3 * per_row_us, 1e3 * kernels_per_row_us
+forward_1024_us = forward_us
+fixed_share_pct = 100 * fixed_us / forward_1024_us
+# The fixed part in three pieces that add up to it: the four tolls, the kernels' other fixed
+# costs (allocations, the libraries' setup, mse_loss's inner calls), and the fixed part outside
+# the kernels (the modules' Python, the transposes).
+fixed_tolls_pct = 100 * 4 * toll_us / forward_1024_us
+fixed_kernels_other_pct = 100 * (kernels_fixed_us - 4 * toll_us) / forward_1024_us
+fixed_outside_pct = fixed_share_pct - fixed_tolls_pct - fixed_kernels_other_pct
+# Past the fitted range the time grows faster than the batch: 2,048 rows against the line.
+at_2048_over_line = us["forward, batch 2048"] / (fixed_us + per_row_us * 2048)
+double_batch_ratio = us["forward, batch 2048"] / forward_1024_us
 relu_predicted_us = us["copy, 65,536"]  # the same bytes as relu, the same toll, the same allocation
 relu_over_predicted = us["relu"] / relu_predicted_us
-kernels_share = sum(kernel_us.values()) / forward_us
+kernels_share = us["kernels, batch 1024"] / forward_us  # the four kernels in a row, beside the forward
 kernels_share_pct = 100 * kernels_share
 # mse_loss as the forward calls it is the nn.MSELoss module: its Python, F.mse_loss's checks and
 # a broadcast_tensors call, then the ATen operator, timed here alone as well.
-mse_aten_us = us["mse_loss, ATen op alone"]
+mse_aten_us = us["mse_loss"]
 mse_aten_tolls = mse_aten_us / toll_us
-mse_python_us = us["mse_loss"] - mse_aten_us
+mse_module_us = us["MSELoss module"]
+mse_python_us = mse_module_us - mse_aten_us
 # The forward in the page's three parts: four tolls, the kernels' work beyond them, the rest.
 tolls_share_pct = 100 * 4 * toll_us / forward_us
 rest_share_pct = 100 - kernels_share_pct
@@ -245,19 +280,25 @@ mean_err_roundings = max(errors) / float32_rounding
 
 print(f"Figure 1's forward calls: {forward_ops} (plus views: t, detach)")
 print(f"one Adam step calls {n_adam_calls} ATen operators; the largest tensor among them has {adam_max_numel} elements")
-print(f"each kernel alone, Figure 1's tensors, 1 thread, min of 9 x 200 calls (toll: a 1-element add "
+print(f"each kernel alone, Figure 1's tensors, 1 thread, min of 15 x 200 calls (toll: a 1-element add "
       f"into a given output, timed among them: {toll_us:.2f} µs)")
 for name, t in kernel_us.items():
     print(f"  {name:<16}{t:>8.2f} µs  {in_tolls[name]:>5.1f} tolls")
 print(f"  {'whole forward':<16}{forward_us:>8.2f} µs  (the four kernels: {kernels_share:.0%} of it)")
-print(f"  mse_loss as the ATen operator alone (torch._C._nn.mse_loss): {mse_aten_us:.2f} µs, "
-      f"{mse_aten_tolls:.1f} tolls; the module's Python around it: {mse_python_us:.2f} µs")
-print(f"the forward: four tolls {tolls_share_pct:.0f}%, the four kernels {kernels_share_pct:.0f}%, "
-      f"the rest (modules' Python, transposes) {rest_share_pct:.0f}%")
+print(f"  (mse_loss is the ATen operator, torch._C._nn.mse_loss; the nn.MSELoss module around it took "
+      f"{mse_module_us:.2f} µs, {mse_python_us:.2f} of them Python)")
+print(f"the forward: the four kernels called directly {kernels_share_pct:.0f}% (their four tolls {tolls_share_pct:.0f}%), "
+      f"the rest (the modules' Python, transposes) {rest_share_pct:.0f}%")
 print(f"one Adam step: {n_adam_calls} calls, at least {adam_tolls_us:.1f} µs of tolls "
       f"({adam_vs_forward_pct:.0f}% of the forward)")
-print(f"whole forward on a batch of 2,048: {us['forward, batch 2,048']:.2f} µs, {double_batch_ratio:.2f}x the "
-      f"1,024 batch's: {fixed_share_pct:.0f}% of the forward's time does not grow with the batch")
+print("the forward and the four kernels at other batch sizes (µs):")
+for b in BATCHES:
+    print(f"  {b:>5} rows  forward {us[f'forward, batch {b}']:7.2f}  kernels {us[f'kernels, batch {b}']:7.2f}")
+print(f"line through 128..1,024 rows: forward {fixed_us:.1f} µs + {per_row_us * 1e3:.1f} ns per row; "
+      f"kernels {kernels_fixed_us:.1f} µs + {kernels_per_row_us * 1e3:.1f} ns per row")
+print(f"fixed part: {fixed_share_pct:.0f}% of the 1,024-row forward = four tolls {fixed_tolls_pct:.0f}% + the kernels' "
+      f"other fixed costs {fixed_kernels_other_pct:.0f}% + outside the kernels {fixed_outside_pct:.0f}%")
+print(f"2,048 rows: {double_batch_ratio:.2f}x the 1,024-row forward, {at_2048_over_line:.2f}x what the line predicts")
 print(f"relu: predicted {relu_predicted_us:.2f} µs (a clone of a tensor of the same shape, in cache: the same "
       f"8 bytes per element, toll and allocation), measured {us['relu']:.2f} ({relu_over_predicted:.2f}x)")
 print(f"aten::relu calls {relu_calls}; aten::mse_loss calls {mse_calls} operators: {', '.join(mse_inner)}")
@@ -268,20 +309,37 @@ print(f"threads woken with two allowed: relu (65,536 elements) {relu_threads}, m
 print(f"MKL_VERBOSE: " + "; ".join(f"{k} -> {v}" for k, v in layers_logged.items()))
 print(f"mse_loss against float64, 20 batches: at most {mean_err_roundings:.2f} float32 roundings")
 
-fig, ax = plt.subplots(figsize=(8, 3.6))
+fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
 rows = ["whole forward"] + list(KERNELS)[::-1]  # drawn bottom up: the forward's order, top down
 values = [forward_us] + [kernel_us[n] for n in rows[1:]]
 ax.barh(range(len(rows)), values, color=["C7"] + ["C0"] * len(KERNELS), height=0.6)
 ax.axvline(toll_us, color="C3", ls=":", lw=1.2)
 ax.annotate("one toll", (toll_us, len(rows) - 0.5), textcoords="offset points", xytext=(3, 2), fontsize=8,
             color="C3")
-ax.plot([relu_predicted_us], [rows.index("relu")], "k|", ms=16, mew=2, label="relu, predicted: a clone of its bytes")
+ax.plot([relu_predicted_us], [rows.index("relu")], "k|", ms=16, mew=2)
+ax.annotate("relu predicted\n(a clone)", (relu_predicted_us, rows.index("relu")), textcoords="offset points",
+            xytext=(0, 9), fontsize=7, ha="center")
 for i, v in enumerate(values):
-    ax.text(v, i, f" {v:.1f} µs", va="center", fontsize=8)
+    ax.text(max(v, relu_predicted_us * 1.04) if rows[i] == "relu" else v, i, f" {v:.1f} µs", va="center", fontsize=8)
 ax.set_yticks(range(len(rows)), rows, fontsize=9)
-ax.set_xlim(0, max(values) * 1.18)
-ax.set_xlabel("time per call on Figure 1's tensors, one thread (µs)")
-ax.legend(frameon=False, loc="upper right", bbox_to_anchor=(1.0, -0.2), fontsize=8)
-ax.set_title("Figure 1's forward pass, kernel by kernel")
+ax.set_xlim(0, max(values) * 1.25)
+ax.set_xlabel("time per call, 1,024 rows, one thread (µs)")
+ax.set_title("Each kernel alone", fontsize=10)
+line_x = [0, 2048]
+for kind, color, (f0, w0) in (("forward", "C7", (fixed_us, per_row_us)), ("kernels", "C0", (kernels_fixed_us, kernels_per_row_us))):
+    bx.plot(BATCHES, [us[f"{kind}, batch {b}"] for b in BATCHES], "o", color=color,
+            label="whole forward" if kind == "forward" else "its four kernels, called directly")
+    bx.plot(line_x, [f0 + w0 * b for b in line_x], "-", color=color, lw=1, alpha=0.7)
+bx.annotate(f"fixed: {fixed_us:.0f} µs", (0, fixed_us), textcoords="offset points", xytext=(2, 34), fontsize=8,
+            color="C7", arrowprops={"arrowstyle": "-", "color": "C7", "lw": 0.8})
+bx.annotate(f"{kernels_fixed_us:.0f} µs", (0, kernels_fixed_us), textcoords="offset points", xytext=(40, -12),
+            fontsize=8, color="C0", arrowprops={"arrowstyle": "-", "color": "C0", "lw": 0.8})
+bx.set_xlim(-60, 2150)
+bx.set_ylim(0, None)
+bx.set_xlabel("batch (rows); lines fitted to 128–1,024")
+bx.set_ylabel("µs per forward")
+bx.legend(frameon=False, fontsize=8, loc="upper left")
+bx.set_title("Against the batch: the line's intercept is fixed", fontsize=10)
+fig.suptitle("Figure 1's forward pass: its kernels, and the part that does not grow with the batch", fontsize=11)
 fig.tight_layout()
 plt.show()

@@ -1,6 +1,6 @@
 """One add on the same bytes in seven layouts: what TensorIterator can flatten or reorder runs alike.
 
-torch.add(x, y, out=o) on 2048x2048 float32 matrices (16 MiB each), laid out six ways:
+torch.add(x, y, out=o) on 2048x2048 float32 matrices (16 MiB each), laid out seven ways:
 contiguous; a copy of the same matrices viewed as a 4-D tensor, and all three transposed (in
 both, every operand has the same dense layout, so TensorIterator's fast path, fast_set_up,
 flattens them to one row); all three transposed views of padded matrices (rows of 2050
@@ -11,7 +11,7 @@ the same with that input's rows padded to 2050 floats, so that the column it rea
 not a power-of-two stride (8 KiB) apart, which maps a whole column onto a few sets of each
 set-associative cache and evicts its lines before the next output rows reuse them;
 and every other column of wider matrices, a stride of two elements, which also sends the
-loop to its scalar path (Loops.h). One thread; twelve rounds (each layout takes each place
+loop to its scalar path (Loops.h). One thread; fourteen rounds (each layout takes each place
 in the order twice), each timing a batch of 3 calls per layout, in an order rotated every
 round. A ratio is the median over rounds of the layout's time over the contiguous time of
 the same round, so a slow spell on a shared machine (another program's memory traffic slows

@@ -210,6 +210,9 @@ other_sigmoid_knee = knee(other_ns["sigmoid"])
 other_sigmoid_drop = drop(other_ns["sigmoid"], other_sigmoid_knee)
 other_sigmoid_drop_at_step = drop(other_ns["sigmoid"], other_sigmoid_step)  # the step the build predicts
 other_vector_isa = X86 and other_capability in ("AVX2", "AVX512")
+# add in the second process against add here, K by K: the median ratio (1 when the same build ran)
+add_ratios = sorted(other_ns["add"][k] / ns["add"][k] for k in ns["add"])
+add_forced_vs_own = add_ratios[len(add_ratios) // 2]
 
 print(f"machine {platform.machine()}, CPU capability {capability}")
 if pointers_read:
@@ -222,6 +225,7 @@ if pointers_read:
     print("  AVX512 slot " + ", ".join(f"{n} {'set' if v else 'empty'}" for n, v in named_avx512.items()))
 else:
     print("DispatchStub pointers: not read here (they are read from an ELF library on Linux)")
+print(f"add with capability {other_capability} forced, against add here: median ratio over K {add_forced_vs_own:.2f}")
 for op in OPS:
     print(f"{op}: the {builds[op]} build runs; one step of vectorized_loop = 2 x {steps[op] // 2} = {steps[op]}")
 print(f"float32 rows of K elements, {TOTAL:,} elements in all, 1 thread, min of 9 calls (31 at K = 15, 16, 31, 32)")
